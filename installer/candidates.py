@@ -1,0 +1,173 @@
+"""Candidates per package name from the wheelhouse and the target env, and why each was refused."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName
+from packaging.version import Version
+
+from installer.target import Target
+from installer.wheelfile import Wheel
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A protected distribution: the installed one (or the version declared for the target)."""
+
+    name: NormalizedName
+    version: Version
+    requires: tuple[Requirement, ...] = ()
+    reason: str = ""
+    record_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One version of one package that can be chosen; ``wheel`` is None for a pinned install."""
+
+    name: NormalizedName
+    version: Version
+    wheel: Wheel | None
+    requires: tuple[Requirement, ...] = field(compare=False)
+    pinned: bool = False
+    extras: frozenset[NormalizedName] = frozenset()
+
+    def __str__(self) -> str:
+        extras = f"[{','.join(sorted(self.extras))}]" if self.extras else ""
+        return f"{self.name}{extras} {self.version}"
+
+    @property
+    def base(self) -> Candidate:
+        if not self.extras:
+            return self
+        return Candidate(self.name, self.version, self.wheel, self.requires, self.pinned)
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A wheel in the wheelhouse that cannot be used on the target, with the reason."""
+
+    filename: str
+    version: Version
+    reason: str
+
+
+@dataclass
+class CandidateIndex:
+    """The usable candidates of each name (best wheel per version), and the unusable wheels."""
+
+    target: Target
+    by_name: dict[NormalizedName, list[Candidate]] = field(default_factory=dict)
+    rejected: dict[NormalizedName, list[Rejected]] = field(default_factory=dict)
+    all_wheels: dict[NormalizedName, list[Wheel]] = field(default_factory=dict)
+    pins: Mapping[NormalizedName, Pinned] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls, wheels: Iterable[Wheel], target: Target, pins: Mapping[NormalizedName, Pinned]
+    ) -> CandidateIndex:
+        grouped: dict[NormalizedName, list[Wheel]] = defaultdict(list)
+        for w in wheels:
+            grouped[w.name].append(w)
+        index = cls(target=target, pins=pins)
+        for name in sorted(grouped):
+            ws = sorted(grouped[name], key=lambda w: w.filename)
+            index.all_wheels[name] = ws
+            best: dict[Version, tuple[tuple[int, int, str], Wheel]] = {}
+            rejected: list[Rejected] = []
+            for w in ws:
+                rank = target.wheel_rank(w.tags)
+                if rank is None:
+                    tags = ", ".join(sorted(str(t) for t in w.tags))
+                    rejected.append(
+                        Rejected(
+                            w.filename, w.version, f"tag {tags} does not fit {target.description}"
+                        )
+                    )
+                    continue
+                if not target.allows_python(w.requires_python):
+                    rejected.append(
+                        Rejected(
+                            w.filename,
+                            w.version,
+                            f"Requires-Python {w.requires_python} excludes Python "
+                            f"{target.python_full_version}",
+                        )
+                    )
+                    continue
+                build_num = -w.build[0] if w.build else 0
+                key = (rank, build_num, w.filename)
+                if w.version not in best or key < best[w.version][0]:
+                    best[w.version] = (key, w)
+            index.rejected[name] = rejected
+            index.by_name[name] = [
+                Candidate(name, v, w, w.requires_dist)
+                for v, (_k, w) in sorted(best.items(), key=lambda kv: kv[0], reverse=True)
+            ]
+        return index
+
+    def candidates(self, name: NormalizedName) -> list[Candidate]:
+        """Newest first. A protected name has exactly one candidate: the pinned install."""
+        pin = self.pins.get(name)
+        if pin is not None:
+            wheel = next(
+                (c.wheel for c in self.by_name.get(name, []) if c.version == pin.version), None
+            )
+            return [Candidate(name, pin.version, wheel, pin.requires, pinned=True)]
+        return self.by_name.get(name, [])
+
+    def explain(self, name: NormalizedName, specs: Sequence[SpecifierSet]) -> list[str]:
+        """One line per wheel of ``name``: chosen-able or why not, against ``specs``."""
+        lines: list[str] = []
+        pin = self.pins.get(name)
+        if pin is not None:
+            ok = all(s.contains(pin.version, prereleases=True) for s in specs)
+            lines.append(
+                f"{name} is protected: only the installed {pin.version} is acceptable"
+                + ("" if ok else f", and it does not satisfy {', '.join(map(str, specs))}")
+            )
+        wheels = self.all_wheels.get(name, [])
+        if not wheels:
+            lines.append(f"the wheelhouse has no wheel named {name}")
+            return lines
+        rejected = {r.filename: r for r in self.rejected.get(name, [])}
+        usable = {c.wheel.filename for c in self.by_name.get(name, []) if c.wheel}
+        for w in wheels:
+            if w.filename in rejected:
+                lines.append(f"{w.filename}: {rejected[w.filename].reason}")
+                continue
+            if pin is not None and w.version != pin.version:
+                lines.append(f"{w.filename}: not the protected installed {name} {pin.version}")
+                continue
+            bad = [str(s) for s in specs if not s.contains(w.version, prereleases=True)]
+            if bad:
+                lines.append(
+                    f"{w.filename}: version {w.version} does not satisfy {', '.join(bad)}"
+                    + _local_note(w.version, specs)
+                )
+            elif w.filename not in usable:
+                lines.append(f"{w.filename}: another wheel of {w.version} fits the target better")
+            else:
+                wanted = ", ".join(map(str, specs)) or "any version"
+                lines.append(f"{w.filename}: {w.version} satisfies {wanted}")
+        return lines
+
+
+def _local_note(version: Version, specs: Sequence[SpecifierSet]) -> str:
+    if version.local is None:
+        return ""
+    for spec in specs:
+        for s in spec:
+            if s.operator in (">", "<") and Version(s.version) == Version(version.public):
+                return (
+                    f" (PEP 440: {s.operator}{s.version} never admits local builds of "
+                    f"{version.public} such as +{version.local})"
+                )
+            if s.operator in ("==", "===") and "+" in s.version and Version(s.version) != version:
+                return f" (the local label +{version.local} differs from the pinned one)"
+    return ""

@@ -1,0 +1,395 @@
+"""Resolution with resolvelib over wheelhouse candidates, overrides applied, protections pinned."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import resolvelib
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
+
+from installer.candidates import Candidate, CandidateIndex, Pinned
+from installer.errors import ResolutionError
+from installer.overrides import Applied, apply_override
+from installer.profile import Override
+from installer.target import Target
+from installer.wheelfile import Wheel
+
+PRERELEASE_POLICIES = ("if-necessary-or-explicit", "allow", "disallow")
+
+
+@dataclass(frozen=True)
+class Need:
+    """A requirement as the resolver sees it: who asked, and any override that rewrote it."""
+
+    name: NormalizedName
+    specifier: SpecifierSet
+    extras: frozenset[NormalizedName]
+    parent: str  # "sglang 0.5.10", "profile", or "sglang[x] 1.0"
+    text: str  # the requirement as finally applied
+    original: str | None = None  # set when an override rewrote it
+    override_reason: str = ""
+    exact: Version | None = None  # ties an extras candidate to its base version
+
+    @property
+    def identifier(self) -> str:
+        return _ident(self.name, self.extras)
+
+    def describe(self) -> str:
+        if self.exact is not None:
+            return f"{self.parent} needs its own base {self.name}=={self.exact}"
+        via = ""
+        if self.original is not None:
+            via = f" (override of {self.original!r}: {self.override_reason or 'no reason given'})"
+        return f"{self.parent} requires {self.text}{via}"
+
+
+def _ident(name: str, extras: Iterable[str]) -> str:
+    ex = sorted(extras)
+    return f"{name}[{','.join(ex)}]" if ex else name
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A package in the resolution: the candidate and the names it depends on."""
+
+    candidate: Candidate
+    extras: frozenset[NormalizedName]
+    depends_on: tuple[NormalizedName, ...]
+    required_by: tuple[tuple[str, str], ...]  # (parent, requirement text)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The answer: chosen packages, overrides used and unused, protections, install levels."""
+
+    packages: Mapping[NormalizedName, Chosen]
+    roots: tuple[str, ...]
+    applied: tuple[Applied, ...]
+    unused_overrides: tuple[Override, ...]
+    pins: Mapping[NormalizedName, Pinned]
+    levels: tuple[tuple[NormalizedName, ...], ...] = field(default=())
+
+    def versions(self) -> dict[str, str]:
+        return {n: str(c.candidate.version) for n, c in sorted(self.packages.items())}
+
+
+class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
+    def __init__(
+        self,
+        index: CandidateIndex,
+        target: Target,
+        overrides: Mapping[NormalizedName, Override],
+        prereleases: str,
+        explicit_pre: frozenset[NormalizedName],
+    ) -> None:
+        self.index = index
+        self.target = target
+        self.overrides = overrides
+        self.prereleases = prereleases
+        self.explicit_pre = explicit_pre
+        self._deps: dict[Candidate, list[Need]] = {}
+
+    def identify(self, requirement_or_candidate: Need | Candidate) -> str:
+        return _ident(requirement_or_candidate.name, requirement_or_candidate.extras)
+
+    def get_preference(
+        self,
+        identifier: str,
+        resolutions: Mapping[str, Candidate],
+        candidates: Mapping[str, Iterator[Candidate]],
+        information: Mapping[str, Iterator[Any]],
+        backtrack_causes: Sequence[Any],
+    ) -> tuple[bool, bool, bool, str]:
+        infos = list(information[identifier])
+        pinned = any(
+            i.requirement.exact is not None
+            or any(s.operator in ("==", "===") for s in i.requirement.specifier)
+            for i in infos
+        )
+        in_causes = any(c.requirement.name == identifier.split("[")[0] for c in backtrack_causes)
+        is_root = any(i.parent is None for i in infos)
+        return (not in_causes, not is_root, not pinned, identifier)
+
+    def find_matches(
+        self,
+        identifier: str,
+        requirements: Mapping[str, Iterator[Need]],
+        incompatibilities: Mapping[str, Iterator[Candidate]],
+    ) -> list[Candidate]:
+        reqs = list(requirements[identifier])
+        bad = {c.version for c in incompatibilities[identifier]}
+        name = canonicalize_name(identifier.split("[")[0])
+        extras = frozenset(reqs[0].extras) if reqs else frozenset()
+        ok = [
+            c
+            for c in self.index.candidates(name)
+            if c.version not in bad and all(self._satisfies(r, c) for r in reqs)
+        ]
+        if self.prereleases != "allow" and not any(r.exact for r in reqs):
+            finals = [c for c in ok if not c.version.is_prerelease]
+            explicit = name in self.explicit_pre or any(
+                r.specifier.prereleases for r in reqs if len(r.specifier)
+            )
+            if (
+                self.prereleases == "disallow"
+                or (finals and not explicit)
+                or (not finals and not explicit and self._has_final(name))
+            ):
+                ok = finals
+        if extras:
+            return [Candidate(c.name, c.version, c.wheel, c.requires, c.pinned, extras) for c in ok]
+        return ok
+
+    def _has_final(self, name: NormalizedName) -> bool:
+        """pip/uv 'if necessary': prereleases only when the name has no final release at all."""
+        return any(not c.version.is_prerelease for c in self.index.candidates(name))
+
+    @staticmethod
+    def _satisfies(req: Need, cand: Candidate) -> bool:
+        if req.exact is not None:
+            return cand.version == req.exact
+        return req.specifier.contains(cand.version, prereleases=True)
+
+    def is_satisfied_by(self, requirement: Need, candidate: Candidate) -> bool:
+        return self._satisfies(requirement, candidate)
+
+    def get_dependencies(self, candidate: Candidate) -> list[Need]:
+        cached = self._deps.get(candidate)
+        if cached is None:
+            cached = dependencies(candidate, self.target, self.overrides)[0]
+            self._deps[candidate] = cached
+        return cached
+
+
+def dependencies(
+    candidate: Candidate, target: Target, overrides: Mapping[NormalizedName, Override]
+) -> tuple[list[Need], list[Applied]]:
+    """The Needs a candidate brings on the target, with overrides applied (pure)."""
+    parent = str(candidate)
+    needs: list[Need] = []
+    applied: list[Applied] = []
+    if candidate.extras:
+        needs.append(
+            Need(
+                candidate.name,
+                SpecifierSet(),
+                frozenset(),
+                parent,
+                f"{candidate.name}=={candidate.version}",
+                exact=candidate.version,
+            )
+        )
+    for req in candidate.requires:
+        if candidate.extras:
+            if target.evaluate(req.marker) or not target.evaluate(req.marker, candidate.extras):
+                continue
+        elif not target.evaluate(req.marker):
+            continue
+        need, app = to_need(req, parent, target, overrides)
+        needs.append(need)
+        if app:
+            applied.append(app)
+    return needs, applied
+
+
+def to_need(
+    req: Requirement, parent: str, target: Target, overrides: Mapping[NormalizedName, Override]
+) -> tuple[Need, Applied | None]:
+    new, ov = apply_override(req, overrides, target)
+    plain = Requirement(str(new))
+    plain.marker = None
+    need = Need(
+        name=canonicalize_name(new.name),
+        specifier=new.specifier,
+        extras=frozenset(canonicalize_name(e) for e in new.extras),
+        parent=parent,
+        text=str(plain),
+        original=str(_no_marker(req)) if ov else None,
+        override_reason=ov.reason if ov else "",
+    )
+    app = Applied(parent, str(_no_marker(req)), str(plain), ov.reason) if ov else None
+    return need, app
+
+
+def _no_marker(req: Requirement) -> Requirement:
+    r = Requirement(str(req))
+    r.marker = None
+    return r
+
+
+def resolve(
+    wheels: Sequence[Wheel],
+    target: Target,
+    roots: Sequence[Requirement],
+    *,
+    overrides: Sequence[Override] = (),
+    pins: Mapping[NormalizedName, Pinned] | None = None,
+    prereleases: str = "if-necessary-or-explicit",
+    max_rounds: int = 200_000,
+) -> Resolution:
+    """Resolve ``roots`` for ``target`` from ``wheels`` only. Pure: no disk, no subprocess."""
+    pins = dict(pins or {})
+    over = {o.name: o for o in overrides}
+    index = CandidateIndex.build(wheels, target, pins)
+    root_needs: list[Need] = []
+    root_applied: list[Applied] = []
+    for r in roots:
+        if not target.evaluate(r.marker):
+            continue
+        need, app = to_need(r, "profile", target, over)
+        root_needs.append(need)
+        if app:
+            root_applied.append(app)
+    explicit_pre = frozenset(n.name for n in root_needs if n.specifier.prereleases)
+    provider = _Provider(index, target, over, prereleases, explicit_pre)
+    resolver: resolvelib.Resolver[Need, Candidate, str] = resolvelib.Resolver(
+        provider, resolvelib.BaseReporter()
+    )
+    try:
+        result = resolver.resolve(root_needs, max_rounds=max_rounds)
+    except resolvelib.ResolutionImpossible as exc:
+        from installer.explain import explain_impossible
+
+        raise explain_impossible(list(exc.causes), index, over) from None
+    except resolvelib.ResolutionTooDeep as exc:
+        raise ResolutionError(
+            f"resolution gave up after {max_rounds} rounds of backtracking",
+            hint="pin the packages involved more tightly in the profile's requirements",
+        ) from exc
+    return _assemble(result.mapping, root_needs, root_applied, target, over, pins)
+
+
+def _assemble(
+    mapping: Mapping[str, Candidate],
+    root_needs: Sequence[Need],
+    root_applied: Sequence[Applied],
+    target: Target,
+    over: Mapping[NormalizedName, Override],
+    pins: Mapping[NormalizedName, Pinned],
+) -> Resolution:
+    extras: dict[NormalizedName, set[NormalizedName]] = defaultdict(set)
+    base: dict[NormalizedName, Candidate] = {}
+    for cand in mapping.values():
+        base[cand.name] = cand.base
+        extras[cand.name].update(cand.extras)
+    required_by: dict[NormalizedName, list[tuple[str, str]]] = defaultdict(list)
+    for n in root_needs:
+        required_by[n.name].append(("profile", n.text))
+    applied: list[Applied] = list(root_applied)
+    depends: dict[NormalizedName, set[NormalizedName]] = defaultdict(set)
+    for name in sorted(base):
+        cand = base[name]
+        ex = frozenset(extras[name])
+        views = [cand] + (
+            [Candidate(cand.name, cand.version, cand.wheel, cand.requires, cand.pinned, ex)]
+            if ex
+            else []
+        )
+        for view in views:
+            needs, apps = dependencies(view, target, over)
+            applied.extend(apps)
+            for need in needs:
+                if need.exact is not None:
+                    continue
+                depends[name].add(need.name)
+                required_by[need.name].append(
+                    (
+                        str(cand),
+                        need.text + (f" (by override of {need.original})" if need.original else ""),
+                    )
+                )
+    chosen = {
+        name: Chosen(
+            candidate=base[name],
+            extras=frozenset(extras[name]),
+            depends_on=tuple(sorted(depends[name] & base.keys())),
+            required_by=tuple(sorted(set(required_by[name]))),
+        )
+        for name in sorted(base)
+    }
+    used = {canonicalize_name(Requirement(a.replacement).name) for a in applied}
+    unique_applied = sorted(set(applied), key=lambda a: (a.by, a.original))
+    return Resolution(
+        packages=chosen,
+        roots=tuple(n.text for n in root_needs),
+        applied=tuple(unique_applied),
+        unused_overrides=tuple(o for n, o in sorted(over.items()) if n not in used),
+        pins={n: p for n, p in pins.items() if n in chosen},
+        levels=install_levels({n: set(c.depends_on) for n, c in chosen.items()}),
+    )
+
+
+def install_levels(
+    graph: Mapping[NormalizedName, set[NormalizedName]],
+) -> tuple[tuple[NormalizedName, ...], ...]:
+    """Group names so each group depends only on earlier groups; a cycle shares one group."""
+    sccs = _sccs(graph)
+    comp_of = {n: i for i, comp in enumerate(sccs) for n in comp}
+    level: dict[int, int] = {}
+
+    def lvl(ci: int) -> int:
+        if ci not in level:
+            deps = {comp_of[d] for n in sccs[ci] for d in graph[n] if d in comp_of} - {ci}
+            level[ci] = 1 + max((lvl(d) for d in deps), default=-1)
+        return level[ci]
+
+    for ci in range(len(sccs)):
+        lvl(ci)
+    out: dict[int, list[NormalizedName]] = defaultdict(list)
+    for ci, comp in enumerate(sccs):
+        out[level[ci]].extend(comp)
+    return tuple(tuple(sorted(out[k])) for k in sorted(out))
+
+
+def _sccs(graph: Mapping[NormalizedName, set[NormalizedName]]) -> list[list[NormalizedName]]:
+    """Tarjan's strongly connected components, iterative, deterministic."""
+    index: dict[NormalizedName, int] = {}
+    low: dict[NormalizedName, int] = {}
+    on_stack: set[NormalizedName] = set()
+    stack: list[NormalizedName] = []
+    result: list[list[NormalizedName]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work: list[tuple[NormalizedName, Iterator[NormalizedName]]] = []
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        work.append((start, iter(sorted(d for d in graph[start] if d in graph))))
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(d for d in graph[nxt] if d in graph))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                result.append(sorted(comp))
+    return result

@@ -1,0 +1,159 @@
+"""Scan a wheelhouse folder into Wheels, reporting every broken wheel; cached by stat."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from filelock import FileLock
+from platformdirs import user_cache_dir
+
+from installer.errors import WheelhouseError
+from installer.hashing import sha256_many
+from installer.wheelfile import Wheel, WheelMeta, WheelProblem, read_meta, to_wheel
+
+_CACHE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A wheel file the scan excluded, and why."""
+
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path.name}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Wheelhouse:
+    """The result of a scan: usable wheels (sorted by filename) and excluded files."""
+
+    root: Path
+    wheels: tuple[Wheel, ...]
+    problems: tuple[Problem, ...]
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("WH_CACHE_DIR")
+    return Path(env) if env else Path(user_cache_dir("wh", appauthor=False))
+
+
+def _cache_file(root: Path) -> Path:
+    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:20]
+    return cache_dir() / "scan" / f"{key}.json"
+
+
+def _stat_key(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def scan(
+    root: Path,
+    *,
+    use_cache: bool = True,
+    on_hashed: Callable[[Path], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> Wheelhouse:
+    """Read every ``*.whl`` directly in ``root``. Unchanged files cost only a stat call."""
+    if not root.is_dir():
+        raise WheelhouseError(
+            f"wheelhouse {root} does not exist or is not a folder",
+            hint="pass --wheelhouse PATH, or create the folder and put wheels in it",
+        )
+    paths = sorted(p for p in root.iterdir() if p.name.endswith(".whl") and p.is_file())
+    cfile = _cache_file(root)
+    cached: dict[str, dict[str, object]] = {}
+    if use_cache and cfile.is_file():
+        try:
+            data = json.loads(cfile.read_text(encoding="utf-8"))
+            if data.get("version") == _CACHE_VERSION:
+                cached = data["entries"]
+        except (OSError, ValueError, KeyError):
+            cached = {}
+
+    entries: dict[str, dict[str, object]] = {}
+    stale: list[Path] = []
+    stats: dict[Path, os.stat_result] = {}
+    for p in paths:
+        st = p.stat()
+        stats[p] = st
+        hit = cached.get(p.name)
+        if hit is not None and hit.get("stat") == _stat_key(st):
+            entries[p.name] = hit
+        else:
+            stale.append(p)
+
+    metas: dict[Path, WheelMeta | str] = {}
+    hashable: list[Path] = []
+    for p in stale:
+        try:
+            metas[p] = read_meta(p)
+            hashable.append(p)
+        except WheelProblem as exc:
+            metas[p] = str(exc)
+    if on_total:
+        on_total(len(hashable))
+    digests = sha256_many(hashable, on_done=on_hashed)
+    for p in stale:
+        m = metas[p]
+        entry: dict[str, object] = {"stat": _stat_key(stats[p])}
+        if isinstance(m, str):
+            entry["problem"] = m
+        else:
+            entry["meta"] = asdict(m)
+            entry["sha256"] = digests[p]
+        entries[p.name] = entry
+
+    if use_cache and (stale or set(cached) != set(entries)):
+        _write_cache(cfile, entries)
+
+    wheels: list[Wheel] = []
+    problems: list[Problem] = []
+    for p in paths:
+        e = entries[p.name]
+        if "problem" in e:
+            problems.append(Problem(p, str(e["problem"])))
+            continue
+        raw = dict(e["meta"])  # type: ignore[call-overload]
+        meta = WheelMeta(
+            filename=raw["filename"],
+            name=raw["name"],
+            version=raw["version"],
+            requires_dist=tuple(raw["requires_dist"]),
+            requires_python=raw["requires_python"],
+            provides_extra=tuple(raw["provides_extra"]),
+        )
+        try:
+            wheels.append(
+                to_wheel(
+                    p,
+                    meta,
+                    stats[p].st_size,
+                    str(e["sha256"]),
+                    built_locally=p.with_name(p.name + ".build.json").is_file(),
+                )
+            )
+        except WheelProblem as exc:
+            problems.append(Problem(p, str(exc)))
+    return Wheelhouse(root=root, wheels=tuple(wheels), problems=tuple(problems))
+
+
+def _write_cache(cfile: Path, entries: dict[str, dict[str, object]]) -> None:
+    try:
+        cfile.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(cfile) + ".lock", timeout=30):
+            tmp = cfile.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(
+                json.dumps({"version": _CACHE_VERSION, "entries": entries}, sort_keys=True),
+                encoding="utf-8",
+            )
+            os.replace(tmp, cfile)
+    except OSError:
+        # A read-only cache location only costs speed, never correctness.
+        pass

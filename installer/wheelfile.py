@@ -1,0 +1,138 @@
+"""One wheel file: its identity, tags and dependency metadata, read from the zip directory."""
+
+from __future__ import annotations
+
+import zipfile
+from dataclasses import dataclass, field
+from email.parser import HeaderParser
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.tags import Tag
+from packaging.utils import (
+    InvalidWheelFilename,
+    NormalizedName,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+
+class WheelProblem(Exception):
+    """Why one wheel file cannot be used (caught by the scan and reported with the others)."""
+
+
+@dataclass(frozen=True)
+class WheelMeta:
+    """The raw metadata of a wheel, as strings: what the scan cache stores."""
+
+    filename: str
+    name: str
+    version: str
+    requires_dist: tuple[str, ...]
+    requires_python: str | None
+    provides_extra: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Wheel:
+    """A usable wheel in a wheelhouse, with parsed metadata, size and sha256."""
+
+    path: Path
+    name: NormalizedName
+    version: Version
+    tags: frozenset[Tag]
+    build: tuple[int, str] | tuple[()]
+    requires_dist: tuple[Requirement, ...] = field(compare=False)
+    requires_python: SpecifierSet | None = field(compare=False)
+    provides_extra: tuple[NormalizedName, ...] = field(compare=False)
+    size: int = field(compare=False)
+    sha256: str = field(compare=False)
+    built_locally: bool = field(default=False, compare=False)
+
+    @property
+    def filename(self) -> str:
+        return self.path.name
+
+    def __str__(self) -> str:
+        return self.filename
+
+
+def read_meta(path: Path) -> WheelMeta:
+    """Read METADATA (and check WHEEL exists) from the zip without extracting anything."""
+    try:
+        name, version, _build, _tags = parse_wheel_filename(path.name)
+    except (InvalidWheelFilename, InvalidVersion) as exc:
+        raise WheelProblem(f"invalid wheel filename: {exc}") from exc
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.namelist()
+            dist_infos = sorted(
+                {n.split("/", 1)[0] for n in infos if n.split("/", 1)[0].endswith(".dist-info")}
+            )
+            if len(dist_infos) != 1:
+                found = ", ".join(dist_infos) or "none"
+                raise WheelProblem(f"expected exactly one .dist-info folder, found {found}")
+            di = dist_infos[0]
+            if f"{di}/WHEEL" not in infos:
+                raise WheelProblem(f"{di}/WHEEL is missing")
+            if f"{di}/METADATA" not in infos:
+                raise WheelProblem(f"{di}/METADATA is missing")
+            raw = zf.read(f"{di}/METADATA")
+    except zipfile.BadZipFile as exc:
+        raise WheelProblem(f"not a valid zip file ({exc})") from exc
+    except (OSError, EOFError) as exc:
+        raise WheelProblem(f"cannot read the zip ({exc})") from exc
+    msg = HeaderParser().parsestr(raw.decode("utf-8", errors="replace"))
+    meta_name = msg.get("Name")
+    meta_version = msg.get("Version")
+    if not meta_name or not meta_version:
+        raise WheelProblem("METADATA lacks Name or Version")
+    if canonicalize_name(meta_name) != name:
+        raise WheelProblem(f"filename says name {name!r} but METADATA says {meta_name!r}")
+    try:
+        if Version(meta_version) != version:
+            raise WheelProblem(f"filename says version {version} but METADATA says {meta_version}")
+    except InvalidVersion as exc:
+        raise WheelProblem(f"METADATA has an invalid Version {meta_version!r}") from exc
+    return WheelMeta(
+        filename=path.name,
+        name=meta_name,
+        version=meta_version,
+        requires_dist=tuple(msg.get_all("Requires-Dist") or ()),
+        requires_python=msg.get("Requires-Python"),
+        provides_extra=tuple(msg.get_all("Provides-Extra") or ()),
+    )
+
+
+def to_wheel(
+    path: Path, meta: WheelMeta, size: int, sha256: str, *, built_locally: bool = False
+) -> Wheel:
+    """Parse the string metadata into a Wheel; raise WheelProblem on invalid fields."""
+    name, version, build, tags = parse_wheel_filename(path.name)
+    reqs: list[Requirement] = []
+    for text in meta.requires_dist:
+        try:
+            reqs.append(Requirement(text))
+        except InvalidRequirement as exc:
+            raise WheelProblem(f"invalid Requires-Dist {text!r}: {exc}") from exc
+    rp: SpecifierSet | None = None
+    if meta.requires_python:
+        try:
+            rp = SpecifierSet(meta.requires_python)
+        except InvalidSpecifier as exc:
+            raise WheelProblem(f"invalid Requires-Python {meta.requires_python!r}") from exc
+    return Wheel(
+        path=path,
+        name=name,
+        version=version,
+        tags=tags,
+        build=build,
+        requires_dist=tuple(reqs),
+        requires_python=rp,
+        provides_extra=tuple(canonicalize_name(e) for e in meta.provides_extra),
+        size=size,
+        sha256=sha256,
+        built_locally=built_locally,
+    )

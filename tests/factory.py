@@ -1,0 +1,52 @@
+"""The test wheel factory: compliant wheels by default, hostile ones on request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from installer.wheelwriter import write_wheel
+
+
+def make_wheel(
+    wheelhouse: Path,
+    name: str,
+    version: str,
+    requires: Iterable[str] = (),
+    *,
+    tag: str = "py3-none-any",
+    requires_python: str | None = None,
+    extras: Mapping[str, Iterable[str]] | None = None,
+    files: Mapping[str, bytes] | None = None,
+    build: str | None = None,
+) -> Path:
+    """Write ``name-version`` into ``wheelhouse``; by default it carries an importable module.
+
+    ``extras`` maps an extra name to its requirements (written as ``; extra == "x"``).
+    """
+    module = name.replace("-", "_").replace(".", "_").lower()
+    body = (
+        files
+        if files is not None
+        else {f"{module}/__init__.py": f'__version__ = "{version}"\n'.encode()}
+    )
+    reqs = list(requires)
+    for extra, extra_reqs in (extras or {}).items():
+        for r in extra_reqs:
+            joiner = " and " if ";" in r else "; "
+            if ";" in r:
+                base, marker = r.split(";", 1)
+                reqs.append(f'{base.strip()}; ({marker.strip()}) and extra == "{extra}"')
+            else:
+                reqs.append(f'{r}{joiner}extra == "{extra}"')
+    return write_wheel(
+        wheelhouse,
+        name,
+        version,
+        body,
+        requires_dist=reqs,
+        requires_python=requires_python,
+        provides_extra=list(extras or {}),
+        tag=tag,
+        build=build,
+    )
