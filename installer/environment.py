@@ -115,7 +115,11 @@ def probe(python: Path) -> Environment:
         )
     borrowed = str(Path(packaging.__file__).resolve().parent.parent)
     try:
-        done = proc.run([python, "-I", "-c", _PROBE, borrowed], what=f"probing {python}")
+        done = proc.run(
+            [python, "-I", "-c", _PROBE, borrowed],
+            what=f"probing {python}",
+            shown=f"{python} -I -c <wh environment probe>",
+        )
     except ProcessError as exc:
         raise TargetError(
             f"target interpreter {python} could not be probed",

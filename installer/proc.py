@@ -49,10 +49,15 @@ def run(
     check: bool = True,
     what: str = "",
     timeout: float | None = None,
+    shown: str | None = None,
 ) -> Completed:
-    """Run ``args`` (never through a shell); on failure raise ProcessError with its output."""
+    """Run ``args`` (never through a shell); on failure raise ProcessError with its output.
+
+    ``shown`` replaces the command in logs and errors (for long inline scripts).
+    """
     argv = tuple(str(a) for a in args)
-    log.info("$ %s", " ".join(argv))
+    display = shown or " ".join(argv)
+    log.info("$ %s", display)
     try:
         cp = subprocess.run(
             argv,
@@ -73,7 +78,7 @@ def run(
     except subprocess.TimeoutExpired as exc:
         raise ProcessError(
             f"{what or argv[0]} did not finish within {timeout} s",
-            details=[" ".join(argv)],
+            details=[display],
         ) from exc
     done = Completed(argv, cp.returncode, cp.stdout, cp.stderr)
     if done.returncode != 0:
@@ -81,7 +86,7 @@ def run(
     if check and done.returncode != 0:
         raise ProcessError(
             f"{what or argv[0]} failed with exit code {done.returncode}",
-            details=[" ".join(argv), *_tail(done.stdout + done.stderr)],
+            details=[display, *_tail(done.stdout + done.stderr)],
         )
     return done
 

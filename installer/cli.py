@@ -1,0 +1,572 @@
+"""The `wh` command line: parse flags, call workflow, render results and errors. No logic here."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from installer import __version__
+from installer.errors import WhError
+
+if TYPE_CHECKING:
+    from installer.profile import Profile
+    from installer.workflow import Hooks, TargetSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_CODES = """\b
+Exit codes:
+  0  success            7  installer backend failed
+  1  unexpected error   8  verification failed
+  2  usage error        9  profile malformed or unknown
+  3  wheelhouse problem 10 target interpreter/platform unusable
+  4  resolution conflict 11 build failed
+  5  lock missing, stale or tampered  12 environment busy (another wh)
+  6  protection refused 13 delegated command failed
+"""
+
+
+class WhGroup(click.Group):
+    """Renders every WhError in one place, as text on stderr or JSON on stdout."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except WhError as exc:
+            if ctx.meta.get("wh.json"):
+                click.echo(json.dumps(exc.to_json(), indent=2))
+            else:
+                click.echo(exc.render(), err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(
+    cls=WhGroup, epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]}
+)
+@click.version_option(__version__, prog_name="wh")
+def cli() -> None:
+    """wh: lock and install GPU Python stacks from a wheelhouse, offline."""
+
+
+def common(f: F) -> F:
+    """--json and -v, shared by every command."""
+
+    def set_json(ctx: click.Context, _p: click.Parameter, value: bool) -> bool:
+        ctx.meta["wh.json"] = value
+        return value
+
+    def set_verbose(_ctx: click.Context, _p: click.Parameter, value: int) -> int:
+        if value:
+            logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+        return value
+
+    f = click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        callback=set_json,
+        expose_value=True,
+        is_eager=True,
+        help="Machine-readable output on stdout.",
+    )(f)
+    f = click.option(
+        "-v", "--verbose", count=True, callback=set_verbose, help="Show delegated commands."
+    )(f)
+    return f
+
+
+def wheelhouse_option(f: F) -> F:
+    return click.option(
+        "--wheelhouse",
+        type=click.Path(path_type=Path),
+        default=Path("wheelhouse"),
+        show_default=True,
+        help="Folder of wheels.",
+    )(f)
+
+
+def target_options(f: F) -> F:
+    f = click.option(
+        "--python",
+        "python",
+        type=click.Path(path_type=Path),
+        help="Target interpreter or venv (default: the active environment).",
+    )(f)
+    f = click.option("--platform", help="Declared target platform, e.g. win_amd64.")(f)
+    f = click.option("--python-version", help="Declared target Python, e.g. 3.12.")(f)
+    return f
+
+
+def profile_options(f: F) -> F:
+    opts = [
+        click.argument("profile_name", metavar="[PROFILE]", required=False),
+        click.option(
+            "-c",
+            "--config",
+            "configs",
+            multiple=True,
+            type=click.Path(path_type=Path),
+            help="Extra wh.toml/pyproject.toml to search for profiles.",
+        ),
+        click.option(
+            "-r",
+            "--requirement",
+            "requirements",
+            multiple=True,
+            help="Root requirement (repeatable).",
+        ),
+        click.option(
+            "--override",
+            "overrides",
+            multiple=True,
+            help="Override every wheel's requirement on a name, e.g. 'kernel==0.4.3'.",
+        ),
+        click.option(
+            "--protect",
+            "protections",
+            multiple=True,
+            help="Protect an installed distribution: NAME or NAME==VERSION.",
+        ),
+        click.option(
+            "--check-import", "imports", multiple=True, help="Module to import after install."
+        ),
+        click.option(
+            "--check-snippet", "snippets", multiple=True, help="Python code that must exit 0."
+        ),
+        click.option(
+            "--link-mode",
+            type=click.Choice(["copy", "hardlink", "symlink", "clone"]),
+            help="How files are placed (default from the profile: copy).",
+        ),
+        click.option(
+            "--backend",
+            type=click.Choice(["auto", "uv", "pip"]),
+            help="Installer backend (default: uv, else pip).",
+        ),
+        click.option(
+            "--lockfile",
+            type=click.Path(path_type=Path),
+            help="Lock path (default: lockfiles/pylock.<profile>.toml).",
+        ),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _profile(kw: dict[str, Any]) -> Profile:
+    from installer.profile import Profile, default_search, load_profile
+
+    name = kw["profile_name"]
+    if name:
+        base = load_profile(name, [*kw["configs"], *default_search(Path.cwd())])
+    elif kw["requirements"]:
+        base = Profile(name="cli")
+    else:
+        raise click.UsageError("name a PROFILE or pass --requirement")
+    return base.with_flags(
+        requirements=kw["requirements"],
+        overrides=kw["overrides"],
+        protections=kw["protections"],
+        imports=kw["imports"],
+        snippets=kw["snippets"],
+        link_mode=kw["link_mode"],
+        backend=kw["backend"],
+    )
+
+
+def _lock_path(kw: dict[str, Any], profile_name: str) -> Path:
+    from installer.lock import default_path
+
+    return kw["lockfile"] or default_path(profile_name)
+
+
+def _spec(kw: dict[str, Any]) -> TargetSpec:
+    from installer.workflow import TargetSpec
+
+    return TargetSpec(kw["python"], kw["platform"], kw["python_version"])
+
+
+@contextmanager
+def _hooks(quiet: bool) -> Iterator[Hooks]:
+    """Progress on stderr: a bar while hashing (on a terminal), status lines otherwise."""
+    from installer.workflow import Hooks
+
+    if quiet:
+        yield Hooks()
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield Hooks(status=lambda m: click.echo(f"· {m}", err=True))
+        return
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("hashing", total=0, visible=False)
+
+        def total(n: int) -> None:
+            progress.update(task, total=n, completed=0, visible=n > 0)
+
+        yield Hooks(
+            status=lambda m: console.print(f"· {m}"),
+            hashing_total=total,
+            hashed=lambda _p: progress.advance(task),
+        )
+
+
+def _emit(as_json: bool, data: Any, text: Callable[[], None]) -> None:
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+    else:
+        text()
+
+
+@cli.command()
+@common
+@wheelhouse_option
+@click.option("--strict", is_flag=True, help="Exit 3 when any wheel had to be excluded.")
+def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
+    """List the wheels of a wheelhouse and every wheel that had to be excluded."""
+    from installer.errors import WheelhouseError
+    from installer.workflow import scan_wheelhouse
+
+    with _hooks(as_json) as hooks:
+        wh = scan_wheelhouse(wheelhouse, hooks)
+    data = {
+        "wheelhouse": str(wheelhouse),
+        "wheels": [
+            {
+                "filename": w.filename,
+                "name": w.name,
+                "version": str(w.version),
+                "tags": sorted(str(t) for t in w.tags),
+                "requires_dist": [str(r) for r in w.requires_dist],
+                "requires_python": str(w.requires_python) if w.requires_python else None,
+                "provides_extra": list(w.provides_extra),
+                "size": w.size,
+                "sha256": w.sha256,
+                "built_locally": w.built_locally,
+            }
+            for w in wh.wheels
+        ],
+        "excluded": [{"filename": p.path.name, "reason": p.reason} for p in wh.problems],
+    }
+
+    def text() -> None:
+        for w in wh.wheels:
+            built = "  [built locally]" if w.built_locally else ""
+            click.echo(
+                f"{w.name:30} {w.version!s:18} {w.size:>12,}  {w.sha256[:12]}  {w.filename}{built}"
+            )
+        click.echo(f"{len(wh.wheels)} wheel(s), {len(wh.problems)} excluded")
+        for p in wh.problems:
+            click.echo(f"excluded {p}")
+
+    _emit(as_json, data, text)
+    if strict and wh.problems:
+        raise WheelhouseError(
+            f"{len(wh.problems)} wheel(s) excluded from {wheelhouse}",
+            details=[str(p) for p in wh.problems],
+            hint="remove or replace the broken wheels",
+        )
+
+
+@cli.command()
+@common
+@profile_options
+@wheelhouse_option
+@target_options
+@click.option("--check", is_flag=True, help="Only tell whether the lock is still true.")
+@click.option(
+    "--prereleases",
+    type=click.Choice(["if-necessary-or-explicit", "allow", "disallow"]),
+    default="if-necessary-or-explicit",
+    show_default=True,
+)
+def lock(
+    as_json: bool, verbose: int, wheelhouse: Path, check: bool, prereleases: str, **kw: Any
+) -> None:
+    """Resolve PROFILE from the wheelhouse and write a PEP 751 lock."""
+    from installer.errors import LockError
+    from installer.workflow import check_lock, do_lock
+
+    profile = _profile(kw)
+    path = _lock_path(kw, profile.name)
+    with _hooks(as_json) as hooks:
+        if check:
+            problems = check_lock(profile, wheelhouse, path, _spec(kw), hooks)
+            if problems:
+                raise LockError(
+                    f"{path} is out of date",
+                    details=problems[:60],
+                    hint=f"re-lock with `wh lock {profile.name}` and review the diff",
+                )
+            _emit(
+                as_json,
+                {"lockfile": str(path), "up_to_date": True},
+                lambda: click.echo(f"{path} is up to date"),
+            )
+            return
+        result = do_lock(profile, wheelhouse, path, _spec(kw), hooks, prereleases=prereleases)
+    res = result.resolution
+    data = {
+        "lockfile": str(path),
+        "changed": result.changed,
+        "target": result.target.to_json(),
+        "packages": res.versions(),
+        "install_order": [list(x) for x in res.levels],
+        "overrides_applied": [a.__dict__ for a in res.applied],
+        "unused_overrides": [str(o.requirement) for o in res.unused_overrides],
+        "protected": {n: str(p.version) for n, p in res.pins.items()},
+        "excluded_wheels": [
+            {"filename": p.path.name, "reason": p.reason} for p in result.wheelhouse.problems
+        ],
+    }
+
+    def text() -> None:
+        click.echo(f"locked {len(res.packages)} package(s) for {result.target.description}")
+        for i, level in enumerate(res.levels, 1):
+            click.echo(
+                f"  level {i}: "
+                + ", ".join(f"{n} {res.packages[n].candidate.version}" for n in level)
+            )
+        for a in res.applied:
+            click.echo(
+                f"override: {a.by}: {a.original} -> {a.replacement}"
+                + (f" ({a.reason})" if a.reason else "")
+            )
+        for o in res.unused_overrides:
+            click.echo(f"unused override: {o.requirement} (nothing required {o.name})")
+        for n, pin in sorted(res.pins.items()):
+            click.echo(f"protected: {n} {pin.version} kept as installed")
+        if result.wheelhouse.problems:
+            click.echo(f"excluded {len(result.wheelhouse.problems)} wheel(s):")
+            for problem in result.wheelhouse.problems:
+                click.echo(f"  {problem}")
+        click.echo(f"{'wrote' if result.changed else 'unchanged'} {path}")
+
+    _emit(as_json, data, text)
+
+
+@cli.command()
+@common
+@profile_options
+@wheelhouse_option
+@target_options
+@click.option("--locked", is_flag=True, help="Install the existing lock as is; never re-lock.")
+@click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
+@click.option(
+    "--reinstall", is_flag=True, help="Reinstall every locked package (never protected ones)."
+)
+@click.option(
+    "--lock-timeout",
+    type=float,
+    default=600.0,
+    show_default=True,
+    help="Seconds to wait for another wh installing into the same environment.",
+)
+def install(
+    as_json: bool,
+    verbose: int,
+    wheelhouse: Path,
+    locked: bool,
+    dry_run: bool,
+    reinstall: bool,
+    lock_timeout: float,
+    **kw: Any,
+) -> None:
+    """Lock PROFILE (unless --locked) and install it, offline, in dependency order."""
+    from installer.environment import default_python
+    from installer.errors import TargetError
+    from installer.workflow import do_install, do_lock, raise_on_failures
+
+    if kw["platform"] or kw["python_version"]:
+        raise TargetError(
+            "install needs a live interpreter, not a declared target",
+            hint="use --python PATH (lock for a declared target with `wh lock`)",
+        )
+    python = kw["python"] or default_python()
+    if locked and not kw["profile_name"] and kw["lockfile"]:
+        path = kw["lockfile"]
+    else:
+        profile = _profile(kw)
+        path = _lock_path(kw, profile.name)
+    with _hooks(as_json) as hooks:
+        if not locked:
+            do_lock(profile, wheelhouse, path, _spec({**kw, "python": python}), hooks)
+        result = do_install(
+            path,
+            python,
+            hooks,
+            dry_run=dry_run,
+            reinstall=reinstall,
+            backend_name=kw["backend"],
+            link_mode=kw["link_mode"],
+            lock_timeout=lock_timeout,
+        )
+    plan = result.plan
+    data = {
+        "lockfile": str(path),
+        "dry_run": dry_run,
+        "backend": result.backend,
+        "plan": plan.to_json(),
+        "verify": [f.to_json() for f in result.findings],
+    }
+
+    def text() -> None:
+        click.echo(f"plan for {result.env_before.python} ({result.backend}, lock {path}):")
+        if not plan.batches:
+            click.echo("  nothing to do")
+        for i, batch in enumerate(plan.batches, 1):
+            click.echo(f"  batch {i}: " + "; ".join(a.describe() for a in batch))
+        for a in plan.kept:
+            click.echo(f"  keep {a.package.name} {a.package.version}")
+        if dry_run:
+            click.echo("dry run: nothing was changed")
+        _print_findings(result.findings)
+
+    _emit(as_json, data, text)
+    raise_on_failures(result.findings)
+
+
+def _print_findings(findings: list[Any]) -> None:
+    if not findings:
+        return
+    click.echo("verify:")
+    for f in findings:
+        mark = "ok  " if f.ok and f.kind != "warning" else ("warn" if f.ok else "FAIL")
+        click.echo(f"  {mark} {f.message}")
+    bad = sum(not f.ok for f in findings)
+    click.echo("verification passed" if not bad else f"verification FAILED ({bad} problem(s))")
+
+
+@cli.command()
+@common
+@profile_options
+@click.option(
+    "--python",
+    "python",
+    type=click.Path(path_type=Path),
+    help="Environment to verify (default: the active one).",
+)
+def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
+    """Check an environment against PROFILE's lock: closure, protections, checks."""
+    from installer import lock as lockmod
+    from installer.environment import default_python
+    from installer.workflow import raise_on_failures, verify_env
+
+    name = kw["profile_name"] or ("cli" if kw["requirements"] else None)
+    if name is None and not kw["lockfile"]:
+        raise click.UsageError("name a PROFILE or pass --lockfile")
+    path = kw["lockfile"] or lockmod.default_path(str(name))
+    findings = verify_env(lockmod.read(path), python or default_python())
+    _emit(
+        as_json,
+        {"lockfile": str(path), "verify": [f.to_json() for f in findings]},
+        lambda: _print_findings(findings),
+    )
+    raise_on_failures(findings)
+
+
+@cli.command()
+@common
+@click.argument("name")
+@click.argument("profile_name", metavar="[PROFILE]", required=False)
+@click.option("--lockfile", type=click.Path(path_type=Path))
+@click.option("--version", "version", help="Explain why this version was not chosen.")
+@wheelhouse_option
+@target_options
+def why(
+    as_json: bool,
+    verbose: int,
+    name: str,
+    profile_name: str | None,
+    lockfile: Path | None,
+    version: str | None,
+    wheelhouse: Path,
+    **kw: Any,
+) -> None:
+    """Why NAME is in the lock (the chain of requirements), or why --version was not chosen."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    from installer import lock as lockmod
+    from installer.why import chains, why_not
+
+    if not lockfile and not profile_name:
+        raise click.UsageError("name a PROFILE or pass --lockfile")
+    path = lockfile or lockmod.default_path(str(profile_name))
+    lk = lockmod.read(path)
+    key = canonicalize_name(name)
+    found = chains(lk, key)
+    applied = [
+        a
+        for a in lk.tool.get("overrides-applied", [])
+        if canonicalize_name(Requirement(a["replacement"]).name) == key
+    ]
+    not_chosen: list[str] = []
+    if version:
+        from installer.scan import scan as do_scan
+        from installer.target import declared
+
+        tgt = lk.tool.get("target", {})
+        if kw["platform"] or kw["python_version"] or tgt.get("platform"):
+            target = declared(
+                kw["platform"] or tgt["platform"], kw["python_version"] or tgt["python-version"]
+            )
+        else:
+            from installer.environment import default_python, probe
+
+            target = probe(kw["python"] or default_python()).target
+        not_chosen = why_not(lk, key, Version(version), list(do_scan(wheelhouse).wheels), target)
+    pkg = lk.packages.get(key)
+    data = {
+        "name": key,
+        "version": str(pkg.version) if pkg else None,
+        "chains": [
+            [{"parent": link.parent, "requirement": link.requirement} for link in c] for c in found
+        ],
+        "overrides": applied,
+        "why_not": not_chosen,
+    }
+
+    def text() -> None:
+        click.echo(f"{key} {pkg.version if pkg else '(protected, kept)'} is in {path} because:")
+        for c in found:
+            click.echo(
+                "  " + "  ->  ".join(f"{link.parent} requires {link.requirement}" for link in c)
+            )
+        for a in applied:
+            click.echo(
+                f"  override: {a['by']} asked {a['original']}, replaced by {a['replacement']}"
+                + (f" ({a['reason']})" if a.get("reason") else "")
+            )
+        if version:
+            click.echo(f"why not {key} {version}:")
+            for line in not_chosen:
+                click.echo(f"  {line}")
+
+    _emit(as_json, data, text)
+
+
+def main() -> None:
+    cli(prog_name="wh")
+
+
+if __name__ == "__main__":
+    main()

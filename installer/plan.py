@@ -1,0 +1,139 @@
+"""The plan: what an install does to one environment, computed purely from a lock and a probe."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
+
+from installer.environment import InstalledDist
+from installer.lock import Lock, LockedPackage
+
+
+@dataclass(frozen=True)
+class Action:
+    """``install`` (absent), ``replace`` (other version), ``reinstall`` (forced) or ``keep``."""
+
+    kind: str
+    package: LockedPackage
+    installed: Version | None
+
+    def describe(self) -> str:
+        p = self.package
+        if self.kind == "replace":
+            return f"replace {p.name} {self.installed} -> {p.version}"
+        return f"{self.kind} {p.name} {p.version}"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the plan cannot run: a protected distribution would change or is missing."""
+
+    name: NormalizedName
+    reason: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Batches of actions, each batch one dependency level; refusals stop the whole plan."""
+
+    batches: tuple[tuple[Action, ...], ...]
+    kept: tuple[Action, ...]
+    refusals: tuple[Refusal, ...]
+
+    @property
+    def changes(self) -> list[Action]:
+        return [a for batch in self.batches for a in batch]
+
+    def to_json(self) -> dict[str, Any]:
+        def one(a: Action) -> dict[str, Any]:
+            return {
+                "action": a.kind,
+                "name": a.package.name,
+                "version": str(a.package.version),
+                "installed": str(a.installed) if a.installed else None,
+                "wheel": a.package.filename,
+            }
+
+        return {
+            "batches": [[one(a) for a in b] for b in self.batches],
+            "keep": [one(a) for a in self.kept],
+            "refusals": [{"name": r.name, "reason": r.reason} for r in self.refusals],
+        }
+
+
+def make_plan(
+    lock: Lock,
+    installed: Mapping[NormalizedName, InstalledDist],
+    *,
+    protected: Mapping[NormalizedName, str] | None = None,
+    reinstall: bool = False,
+) -> Plan:
+    """Compare the lock with the environment. ``protected`` maps a name to its reason.
+
+    Protected names come from the lock's ``[tool.wh].protections`` plus any the caller adds;
+    a plan that would replace, reinstall or add a protected distribution is refused.
+    """
+    prot: dict[NormalizedName, str] = {}
+    for p in lock.protections:
+        prot[canonicalize_name(p["name"])] = str(p.get("reason", ""))
+    prot.update(protected or {})
+    refusals: list[Refusal] = []
+    for p in lock.protections:
+        name = canonicalize_name(p["name"])
+        have = installed.get(name)
+        want = Version(p["version"])
+        if have is None:
+            refusals.append(
+                Refusal(name, f"protected {name} {want} is not installed in the target environment")
+            )
+        elif have.version != want:
+            refusals.append(
+                Refusal(
+                    name,
+                    f"protected {name} was locked as {want} but the environment has {have.version}",
+                )
+            )
+        elif p.get("record-sha256") and have.record_sha256 != p["record-sha256"]:
+            refusals.append(
+                Refusal(name, f"protected {name} {want} has changed files since it was locked")
+            )
+    actions: dict[NormalizedName, Action] = {}
+    for name, pkg in lock.packages.items():
+        have = installed.get(name)
+        if have is None:
+            kind = "install"
+        elif have.version != pkg.version:
+            kind = "replace"
+        elif reinstall and name not in prot:
+            kind = "reinstall"
+        else:
+            kind = "keep"
+        if name in prot and kind != "keep":
+            if not any(r.name == name for r in refusals):
+                refusals.append(
+                    Refusal(
+                        name,
+                        f"the plan would {kind} protected {name}"
+                        + (f" {have.version}" if have else "")
+                        + f" with {pkg.version} ({prot[name] or 'no reason given'})",
+                    )
+                )
+            kind = "keep"
+        actions[name] = Action(kind, pkg, have.version if have else None)
+    batches: list[tuple[Action, ...]] = []
+    placed: set[NormalizedName] = set()
+    for level in lock.levels:
+        names = [n for n in level if n in actions]
+        placed.update(names)
+        batch = tuple(actions[n] for n in names if actions[n].kind != "keep")
+        if batch:
+            batches.append(batch)
+    rest = tuple(actions[n] for n in sorted(set(actions) - placed) if actions[n].kind != "keep")
+    if rest:
+        batches.append(rest)
+    kept = tuple(actions[n] for n in sorted(actions) if actions[n].kind == "keep")
+    return Plan(tuple(batches), kept, tuple(sorted(refusals, key=lambda r: r.name)))

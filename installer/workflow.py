@@ -1,0 +1,384 @@
+"""The commands' logic: tie profile, target, scan, resolve, lock, plan, install and verify."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+from packaging.utils import NormalizedName
+
+from installer import lock as lockmod
+from installer.backend import choose
+from installer.candidates import Pinned
+from installer.environment import Environment, default_python, probe
+from installer.errors import (
+    EnvironmentLockedError,
+    LockError,
+    ProfileError,
+    ProtectionError,
+    TargetError,
+    VerifyError,
+)
+from installer.hashing import sha256_many
+from installer.plan import Plan, make_plan
+from installer.profile import Profile
+from installer.resolve import Resolution, resolve
+from installer.scan import Wheelhouse, scan
+from installer.target import Target, declared
+from installer.verify import Finding, closure, protections, run_checks
+
+
+@dataclass
+class Hooks:
+    """Progress callbacks the CLI fills in; the logic never prints."""
+
+    status: Callable[[str], None] = lambda msg: None
+    hashing_total: Callable[[int], None] = lambda n: None
+    hashed: Callable[[Path], None] = lambda p: None
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """What the user said about the target: an interpreter, or a platform + version."""
+
+    python: Path | None = None
+    platform: str | None = None
+    python_version: str | None = None
+
+    def resolve(self) -> tuple[Target, Environment | None]:
+        if self.platform or self.python_version:
+            if self.python is not None:
+                raise TargetError(
+                    "--python cannot be combined with --platform/--python-version",
+                    hint="use --python for a live interpreter, or both --platform and "
+                    "--python-version for a declared target",
+                )
+            if not (self.platform and self.python_version):
+                raise TargetError(
+                    "a declared target needs both --platform and --python-version",
+                    hint="e.g. --platform win_amd64 --python-version 3.12",
+                )
+            return declared(self.platform, self.python_version), None
+        env = probe(self.python or default_python())
+        return env.target, env
+
+
+@dataclass
+class LockResult:
+    path: Path
+    changed: bool
+    resolution: Resolution
+    wheelhouse: Wheelhouse
+    target: Target
+    data: bytes = field(repr=False)
+
+
+def scan_wheelhouse(root: Path, hooks: Hooks) -> Wheelhouse:
+    hooks.status(f"scanning {root}")
+    return scan(root, on_hashed=hooks.hashed, on_total=hooks.hashing_total)
+
+
+def pins_for(
+    profile: Profile, target: Target, env: Environment | None, wheelhouse: Wheelhouse
+) -> tuple[dict[NormalizedName, Pinned], set[NormalizedName]]:
+    """Protected installs as resolver pins, and the protected names absent from the env."""
+    pins: dict[NormalizedName, Pinned] = {}
+    absent: set[NormalizedName] = set()
+    for p in profile.protections:
+        if env is not None:
+            have = env.dists.get(p.name)
+            if have is None:
+                absent.add(p.name)
+                continue
+            if p.version is not None and p.version != have.version:
+                raise ProtectionError(
+                    f"the profile protects {p.name} {p.version} but {env.python} has "
+                    f"{p.name} {have.version}",
+                    hint=f"install {p.name} {p.version} first, or correct the protection in "
+                    f"{profile.source}",
+                )
+            pins[p.name] = Pinned(p.name, have.version, have.requires, p.reason, have.record_sha256)
+        else:
+            if p.version is None:
+                raise ProfileError(
+                    f"protection of {p.name} needs a version for a declared target "
+                    f"({target.description})",
+                    hint=f"pass --protect '{p.name}==VERSION' with the version installed on the "
+                    "target machine, e.g. torch==2.9.1+cu130",
+                )
+            same = [w for w in wheelhouse.wheels if w.name == p.name and w.version == p.version]
+            requires = same[0].requires_dist if same else ()
+            pins[p.name] = Pinned(p.name, p.version, requires, p.reason)
+    return pins, absent
+
+
+def do_lock(
+    profile: Profile,
+    wheelhouse_dir: Path,
+    lock_path: Path,
+    spec: TargetSpec,
+    hooks: Hooks,
+    *,
+    prereleases: str = "if-necessary-or-explicit",
+    write: bool = True,
+) -> LockResult:
+    if not profile.roots:
+        raise ProfileError(
+            f"profile {profile.name!r} has no requirements",
+            hint="add requirements to the profile or pass --requirement",
+        )
+    target, env = spec.resolve()
+    wh = scan_wheelhouse(wheelhouse_dir, hooks)
+    pins, absent = pins_for(profile, target, env, wh)
+    hooks.status(f"resolving for {target.description}")
+    resolution = resolve(
+        wh.wheels,
+        target,
+        profile.roots,
+        overrides=profile.overrides,
+        pins=pins,
+        prereleases=prereleases,
+    )
+    missing = sorted(absent & set(resolution.packages))
+    if missing and env is not None:
+        name = missing[0]
+        chosen = resolution.packages[name]
+        raise ProtectionError(
+            f"{name} is protected but not installed in {env.python}; the plan would install "
+            f"{name} {chosen.candidate.version} from the wheelhouse",
+            details=[f"{who} requires {req}" for who, req in chosen.required_by],
+            hint=f"install the {name} build you need into the environment first, or remove the "
+            "protection deliberately",
+        )
+    records = build_records(resolution)
+    data = lockmod.render(resolution, profile, target, lock_path, build_records=records)
+    changed = lockmod.write(lock_path, data) if write else False
+    return LockResult(lock_path, changed, resolution, wh, target, data)
+
+
+def build_records(resolution: Resolution) -> dict[str, dict[str, Any]]:
+    """Provenance of locally built wheels (``<wheel>.build.json`` beside them)."""
+    import json
+
+    out: dict[str, dict[str, Any]] = {}
+    for chosen in resolution.packages.values():
+        w = chosen.candidate.wheel
+        if w is None or not w.built_locally:
+            continue
+        rec = w.path.with_name(w.filename + ".build.json")
+        try:
+            out[w.filename] = json.loads(rec.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            out[w.filename] = {"error": f"unreadable build record {rec.name}"}
+    return out
+
+
+def check_lock(
+    profile: Profile, wheelhouse_dir: Path, lock_path: Path, spec: TargetSpec, hooks: Hooks
+) -> list[str]:
+    """Differences between the lock on disk and a fresh lock (empty: the lock is true)."""
+    if not lock_path.is_file():
+        return [f"{lock_path} does not exist"]
+    current = lock_path.read_bytes()
+    problems: list[str] = []
+    if lockmod.digest_ok(current) is False:
+        problems.append(f"{lock_path}: digest mismatch: the lock was edited by hand")
+    fresh = do_lock(profile, wheelhouse_dir, lock_path, spec, hooks, write=False).data
+    if fresh != current:
+        diff = difflib.unified_diff(
+            current.decode().splitlines(),
+            fresh.decode().splitlines(),
+            "lock on disk",
+            "fresh lock",
+            lineterm="",
+            n=0,
+        )
+        problems.extend(line for line in diff if not line.startswith("@@"))
+    return problems
+
+
+def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> None:
+    """Every wheel exists with the locked size and sha256, before anything changes."""
+    problems: list[str] = []
+    present = []
+    for pkg in lockmod.package_list(lock):
+        if not pkg.wheel.is_file():
+            problems.append(f"{pkg.filename}: missing (expected at {pkg.wheel})")
+        elif pkg.wheel.stat().st_size != pkg.size:
+            problems.append(
+                f"{pkg.filename}: size {pkg.wheel.stat().st_size}, the lock says {pkg.size}"
+            )
+        else:
+            present.append(pkg)
+    hooks.hashing_total(len(present))
+    digests = sha256_many([p.wheel for p in present], on_done=hooks.hashed)
+    for pkg in present:
+        if digests[pkg.wheel] != pkg.sha256:
+            problems.append(
+                f"{pkg.filename}: sha256 {digests[pkg.wheel]}, the lock says {pkg.sha256}"
+            )
+    if problems:
+        raise LockError(
+            f"{len(problems)} wheel(s) named by {lock.path} do not match it; nothing was installed",
+            details=problems,
+            hint="restore the exact wheels the lock names, or re-lock with `wh lock`",
+        )
+
+
+def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
+    """The lock was made for this environment's platform and Python."""
+    tgt: Mapping[str, Any] = lock.tool.get("target", {})
+    markers: Mapping[str, str] = tgt.get("markers", {})
+    problems = [
+        f"{key}: lock has {markers[key]!r}, environment has {env.target.markers.get(key)!r}"
+        for key in ("sys_platform", "platform_machine", "python_version")
+        if key in markers and markers[key] != env.target.markers.get(key)
+    ]
+    for pkg in lockmod.package_list(lock):
+        from packaging.utils import parse_wheel_filename
+
+        tags = parse_wheel_filename(pkg.filename)[3]
+        if env.target.wheel_rank(tags) is None:
+            problems.append(f"{pkg.filename} does not fit {env.target.description}")
+    if problems:
+        raise LockError(
+            f"{lock.path} was made for {tgt.get('description', 'another target')}, "
+            f"not for {env.python}",
+            details=problems,
+            hint="lock for this environment: `wh lock PROFILE --python PATH`",
+        )
+
+
+@dataclass
+class InstallResult:
+    plan: Plan
+    env_before: Environment
+    findings: list[Finding]
+    dry_run: bool
+    lock: lockmod.Lock
+    backend: str = ""
+
+
+def do_install(
+    lock_path: Path,
+    python: Path,
+    hooks: Hooks,
+    *,
+    dry_run: bool = False,
+    reinstall: bool = False,
+    backend_name: str | None = None,
+    link_mode: str | None = None,
+    lock_timeout: float = 600.0,
+) -> InstallResult:
+    lock = lockmod.read(lock_path)
+    env = probe(python)
+    guard = FileLock(str(env.prefix / ".wh-install.lock"))
+    try:
+        guard.acquire(timeout=0)
+    except Timeout:
+        hooks.status(f"waiting for another wh process installing into {env.prefix}")
+        try:
+            guard.acquire(timeout=lock_timeout)
+        except Timeout as exc:
+            raise EnvironmentLockedError(
+                f"another wh process holds {env.prefix} (lock file {guard.lock_file})",
+                hint="wait for it to finish, or retry with a longer --lock-timeout",
+            ) from exc
+    try:
+        return _install_locked(
+            lock, env, python, hooks, dry_run, reinstall, backend_name, link_mode
+        )
+    finally:
+        guard.release()
+
+
+def _install_locked(
+    lock: lockmod.Lock,
+    env: Environment,
+    python: Path,
+    hooks: Hooks,
+    dry_run: bool,
+    reinstall: bool,
+    backend_name: str | None,
+    link_mode: str | None,
+) -> InstallResult:
+    lock_fits(lock, env)
+    hooks.status("checking wheels against the lock")
+    verify_wheels(lock, hooks)
+    plan = make_plan(lock, env.dists, reinstall=reinstall)
+    if plan.refusals:
+        raise ProtectionError(
+            "the plan would change a protected distribution; nothing was installed",
+            details=[r.reason for r in plan.refusals],
+            hint="protected distributions are never replaced: fix the requirement that needs "
+            "another version (an override), or install the right build first",
+        )
+    backend = choose(backend_name or str(lock.tool.get("backend", "auto")))
+    mode = link_mode or str(lock.tool.get("link-mode", "copy"))
+    if dry_run:
+        return InstallResult(plan, env, [], True, lock, backend.name)
+    for i, batch in enumerate(plan.batches, 1):
+        hooks.status(
+            f"installing level {i}/{len(plan.batches)}: "
+            + ", ".join(f"{a.package.name} {a.package.version}" for a in batch)
+        )
+        backend.install(
+            env.python,
+            [a.package.wheel for a in batch],
+            link_mode=mode,
+            reinstall=any(a.kind == "reinstall" for a in batch),
+        )
+    findings = verify_env(lock, python, before=env)
+    return InstallResult(plan, env, findings, False, lock, backend.name)
+
+
+def verify_env(
+    lock: lockmod.Lock, python: Path, before: Environment | None = None
+) -> list[Finding]:
+    env = probe(python)
+    checks = lock.tool.get("checks", {})
+    findings = closure(env, lock)
+    findings += protections(env, lock, before.dists if before else None)
+    findings += run_checks(env, list(checks.get("imports", [])), list(checks.get("snippets", [])))
+    findings += needs_warnings(lock, env)
+    return findings
+
+
+def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
+    """Warn when the profile's launch needs a capability no installed build provides."""
+    needs = list(lock.tool.get("needs", []))
+    if not needs:
+        return []
+    provided: set[str] = set()
+    known = False
+    for rec in lock.tool.get("build-records", {}).values():
+        if "provides" in rec:
+            known = True
+            provided.update(rec["provides"])
+    out = []
+    for need in needs:
+        if known and need not in provided:
+            out.append(
+                Finding(
+                    True,
+                    "warning",
+                    f"the profile's launch needs {need!r}, which no locally built wheel provides "
+                    "(rebuild with the variant that includes it, e.g. `wh build sgl-kernel "
+                    "--variant fa3`)",
+                )
+            )
+    return out
+
+
+def raise_on_failures(findings: list[Finding]) -> None:
+    bad = [f.message for f in findings if not f.ok]
+    if bad:
+        raise VerifyError(
+            f"verification failed: {len(bad)} problem(s)",
+            details=bad,
+            hint="re-run `wh install PROFILE` to repair, or inspect with `wh why NAME`",
+        )
