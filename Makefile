@@ -7,13 +7,13 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint typecheck unit bench clean
 
 demo: $(STAMP)
-	$(PY) -m installer.demo
+	$(PY) demo/run.py
 
 test: $(STAMP) lint typecheck unit
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check installer tests
-	$(VENV)/bin/ruff format --check installer tests
+	$(VENV)/bin/ruff check installer tests demo
+	$(VENV)/bin/ruff format --check installer tests demo
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

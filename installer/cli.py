@@ -335,6 +335,7 @@ def lock(
         "excluded_wheels": [
             {"filename": p.path.name, "reason": p.reason} for p in result.wheelhouse.problems
         ],
+        "skipped_for_target": [{"filename": f, "reason": r} for f, r in result.skipped],
     }
 
     def text() -> None:
@@ -357,6 +358,12 @@ def lock(
             click.echo(f"excluded {len(result.wheelhouse.problems)} wheel(s):")
             for problem in result.wheelhouse.problems:
                 click.echo(f"  {problem}")
+        if result.skipped:
+            click.echo(
+                f"skipped {len(result.skipped)} wheel(s) of locked packages for this target:"
+            )
+            for filename, reason in result.skipped:
+                click.echo(f"  {filename}: {reason}")
         click.echo(f"{'wrote' if result.changed else 'unchanged'} {path}")
 
     _emit(as_json, data, text)
@@ -392,7 +399,7 @@ def install(
     """Lock PROFILE (unless --locked) and install it, offline, in dependency order."""
     from installer.environment import default_python
     from installer.errors import TargetError
-    from installer.workflow import do_install, do_lock, raise_on_failures
+    from installer.workflow import do_install, do_lock
 
     if kw["platform"] or kw["python_version"]:
         raise TargetError(
@@ -400,8 +407,10 @@ def install(
             hint="use --python PATH (lock for a declared target with `wh lock`)",
         )
     python = kw["python"] or default_python()
-    if locked and not kw["profile_name"] and kw["lockfile"]:
-        path = kw["lockfile"]
+    if locked:
+        if not (kw["profile_name"] or kw["lockfile"]):
+            raise click.UsageError("name a PROFILE or pass --lockfile")
+        path = _lock_path(kw, str(kw["profile_name"]))
     else:
         profile = _profile(kw)
         path = _lock_path(kw, profile.name)
@@ -440,7 +449,19 @@ def install(
         _print_findings(result.findings)
 
     _emit(as_json, data, text)
-    raise_on_failures(result.findings)
+    _finish(as_json, result.findings)
+
+
+def _finish(as_json: bool, findings: list[Any]) -> None:
+    """Exit 8 on failed verification; in JSON mode the findings already carry the details."""
+    from installer.errors import VerifyError
+    from installer.workflow import raise_on_failures
+
+    if as_json:
+        if any(not f.ok for f in findings):
+            raise SystemExit(VerifyError.exit_code)
+        return
+    raise_on_failures(findings)
 
 
 def _print_findings(findings: list[Any]) -> None:
@@ -467,7 +488,7 @@ def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
     """Check an environment against PROFILE's lock: closure, protections, checks."""
     from installer import lock as lockmod
     from installer.environment import default_python
-    from installer.workflow import raise_on_failures, verify_env
+    from installer.workflow import verify_env
 
     name = kw["profile_name"] or ("cli" if kw["requirements"] else None)
     if name is None and not kw["lockfile"]:
@@ -479,7 +500,7 @@ def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
         {"lockfile": str(path), "verify": [f.to_json() for f in findings]},
         lambda: _print_findings(findings),
     )
-    raise_on_failures(findings)
+    _finish(as_json, findings)
 
 
 @cli.command()

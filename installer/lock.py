@@ -178,6 +178,10 @@ def _live_target(target: Target) -> dict[str, Any]:
     # The interpreter path is machine-specific: keep it out so locks are portable.
     data = target.to_json()
     data.pop("python", None)
+    markers = dict(target.markers)
+    for machine_specific in ("platform_release", "platform_version"):
+        markers.pop(machine_specific, None)
+    data["markers"] = dict(sorted(markers.items()))
     data["description"] = f"CPython {target.python_full_version} ({target.markers['sys_platform']})"
     return data
 
@@ -220,12 +224,6 @@ def read(path: Path, *, require_digest: bool = True) -> Lock:
             f"{path}: not a valid PEP 751 lock: {exc}", hint="re-create it with `wh lock`"
         ) from exc
     tool = dict((pylock.tool or {}).get("wh", {}))
-    ok = digest_ok(data)
-    if ok is False or (ok is None and require_digest):
-        raise LockError(
-            f"{path}: the lock's digest does not match its contents (edited by hand?)",
-            hint="never edit a lock; re-create it with `wh lock` and review the diff",
-        )
     lock_dir = path.parent
     packages: dict[NormalizedName, LockedPackage] = {}
     for pkg in pylock.packages:
@@ -257,6 +255,12 @@ def read(path: Path, *, require_digest: bool = True) -> Lock:
             required_by=tuple((str(a), str(b)) for a, b in ptool.get("required-by", [])),
             protected=bool(ptool.get("protected", False)),
             extras=tuple(canonicalize_name(e) for e in ptool.get("extras", [])),
+        )
+    ok = digest_ok(data)
+    if ok is False or (ok is None and require_digest):
+        raise LockError(
+            f"{path}: the lock's digest does not match its contents (edited by hand?)",
+            hint="never edit a lock; re-create it with `wh lock` and review the diff",
         )
     levels = tuple(
         tuple(canonicalize_name(n) for n in level) for level in tool.get("install-order", [])

@@ -213,7 +213,10 @@ def to_need(
         original=str(_no_marker(req)) if ov else None,
         override_reason=ov.reason if ov else "",
     )
-    app = Applied(parent, str(_no_marker(req)), str(plain), ov.reason) if ov else None
+    original = str(_no_marker(req))
+    app = (
+        Applied(parent, original, str(plain), ov.reason) if ov and original != str(plain) else None
+    )
     return need, app
 
 

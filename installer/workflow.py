@@ -13,7 +13,7 @@ from packaging.utils import NormalizedName
 
 from installer import lock as lockmod
 from installer.backend import choose
-from installer.candidates import Pinned
+from installer.candidates import CandidateIndex, Pinned
 from installer.environment import Environment, default_python, probe
 from installer.errors import (
     EnvironmentLockedError,
@@ -75,6 +75,7 @@ class LockResult:
     wheelhouse: Wheelhouse
     target: Target
     data: bytes = field(repr=False)
+    skipped: tuple[tuple[str, str], ...] = ()
 
 
 def scan_wheelhouse(root: Path, hooks: Hooks) -> Wheelhouse:
@@ -154,10 +155,16 @@ def do_lock(
             hint=f"install the {name} build you need into the environment first, or remove the "
             "protection deliberately",
         )
+    index = CandidateIndex.build(wh.wheels, target, {})
+    skipped = tuple(
+        (r.filename, r.reason)
+        for name in sorted(resolution.packages)
+        for r in index.rejected.get(name, [])
+    )
     records = build_records(resolution)
     data = lockmod.render(resolution, profile, target, lock_path, build_records=records)
     changed = lockmod.write(lock_path, data) if write else False
-    return LockResult(lock_path, changed, resolution, wh, target, data)
+    return LockResult(lock_path, changed, resolution, wh, target, data, skipped)
 
 
 def build_records(resolution: Resolution) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,3 @@
+"""Stand-in for the undeclared runtime dependency."""
+
+__version__ = "0.11.7"

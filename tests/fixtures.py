@@ -1,0 +1,75 @@
+"""Shared fixtures: isolated caches, real venvs, and `wh` run as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from installer.backend import UvBackend, uv_binary
+from installer.environment import venv_python
+
+WH = Path(sys.executable).with_name("wh")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    old = os.environ.get("WH_CACHE_DIR")
+    os.environ["WH_CACHE_DIR"] = str(tmp_path_factory.mktemp("wh-cache"))
+    yield
+    if old is None:
+        os.environ.pop("WH_CACHE_DIR", None)
+    else:
+        os.environ["WH_CACHE_DIR"] = old
+
+
+def make_venv(path: Path, wheels: Sequence[Path] = ()) -> Path:
+    """A real venv (no pip inside) with ``wheels`` installed by real uv; returns its python."""
+    venv.EnvBuilder(with_pip=False).create(path)
+    python = venv_python(path)
+    if wheels:
+        uv = uv_binary()
+        assert uv is not None
+        UvBackend(uv).install(python, list(wheels), link_mode="copy", reinstall=False)
+    return python
+
+
+@pytest.fixture
+def new_venv(tmp_path: Path) -> Callable[..., Path]:
+    counter = iter(range(1000))
+
+    def make(wheels: Sequence[Path] = ()) -> Path:
+        return make_venv(tmp_path / f"venv{next(counter)}", wheels)
+
+    return make
+
+
+def run_wh(
+    *args: str | Path, cwd: Path | None = None, prefix: Sequence[str] = ()
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed `wh` console script for real."""
+    return subprocess.run(
+        [*prefix, str(WH), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+        timeout=600,
+    )
+
+
+def site_snapshot(python: Path) -> dict[str, str]:
+    """Every file of a venv with its sha256: to prove an environment unchanged."""
+    import hashlib
+
+    root = python.parent.parent
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts and p.name != ".wh-install.lock":
+            out[p.relative_to(root).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out

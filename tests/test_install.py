@@ -1,0 +1,245 @@
+"""Install end to end with real venvs, real uv and pip: protections, overrides, order, copies."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.factory import make_wheel
+from tests.fixtures import run_wh, site_snapshot
+
+BACKENDS = ["uv", "pip"]
+
+
+def torch_version(python: Path) -> str:
+    out = subprocess.run(
+        [python, "-c", "import torch; print(torch.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def cuda_env(tmp_path: Path, new_venv: Callable[..., Path]) -> tuple[Path, Path]:
+    """A venv with torch 2.9.1+cu130 installed; a wheelhouse with plain 2.9.1 and 2.10.0."""
+    house = tmp_path / "wheelhouse"
+    make_wheel(house, "torch", "2.9.1")
+    make_wheel(house, "torch", "2.10.0")
+    make_wheel(house, "app", "1.0", ["torch"])
+    cu = make_wheel(tmp_path / "cu", "torch", "2.9.1+cu130")
+    return house, new_venv([cu])
+
+
+def install(house: Path, python: Path, lock: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_wh(
+        "install",
+        "--wheelhouse",
+        house,
+        "--python",
+        python,
+        "--lockfile",
+        lock,
+        "--protect",
+        "torch",
+        *args,
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("requirement", ["torch", "torch==2.9.1", "app"])
+def test_protection_keeps_the_cuda_build(
+    cuda_env: tuple[Path, Path], tmp_path: Path, backend: str, requirement: str
+) -> None:
+    house, python = cuda_env
+    r = install(house, python, tmp_path / "l.toml", "-r", requirement, "--backend", backend)
+    assert r.returncode == 0, r.stderr
+    assert torch_version(python) == "2.9.1+cu130"
+    assert "protected torch 2.9.1+cu130 unchanged" in r.stdout
+    # forced refresh of everything: still never the protected one
+    again = run_wh(
+        "install",
+        "--locked",
+        "--lockfile",
+        tmp_path / "l.toml",
+        "--python",
+        python,
+        "--reinstall",
+        "--backend",
+        backend,
+    )
+    assert again.returncode == 0, again.stderr
+    assert torch_version(python) == "2.9.1+cu130"
+    assert "reinstall torch" not in again.stdout
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unsatisfiable_with_protection_fails_and_changes_nothing(
+    cuda_env: tuple[Path, Path], tmp_path: Path, backend: str
+) -> None:
+    house, python = cuda_env
+    before = site_snapshot(python)
+    r = install(house, python, tmp_path / "l.toml", "-r", "torch>=2.10", "--backend", backend)
+    assert r.returncode == 4
+    assert "torch" in r.stderr
+    assert "protected" in r.stderr and "2.9.1+cu130" in r.stderr
+    assert "torch>=2.10" in r.stderr
+    assert site_snapshot(python) == before
+
+
+@pytest.mark.parametrize(
+    ("installed", "message"),
+    [
+        ("2.9.1", "protected torch was locked as 2.9.1+cu130 but the environment has 2.9.1"),
+        (None, "protected torch 2.9.1+cu130 is not installed in the target environment"),
+    ],
+)
+def test_lock_is_refused_where_the_protected_build_differs(
+    cuda_env: tuple[Path, Path],
+    tmp_path: Path,
+    new_venv: Callable[..., Path],
+    installed: str | None,
+    message: str,
+) -> None:
+    house, python = cuda_env
+    lock = tmp_path / "l.toml"
+    assert install(house, python, lock, "-r", "app").returncode == 0
+    other = new_venv([house / f"torch-{installed}-py3-none-any.whl"] if installed else [])
+    before = site_snapshot(other)
+    r = run_wh("install", "--locked", "--lockfile", lock, "--python", other)
+    assert r.returncode == 6, r.stderr
+    assert message in r.stderr
+    assert site_snapshot(other) == before
+
+
+def seed_sglang(house: Path) -> None:
+    make_wheel(house, "sglang", "0.5.10", ["sglang-kernel==0.4.1", "flashinfer-python", "torch"])
+    make_wheel(house, "sglang-kernel", "0.4.3", ["torch"])
+    make_wheel(house, "flashinfer-python", "0.5.0", ["torch>=2.8"])
+    make_wheel(house, "kernels", "0.11.7")
+    make_wheel(house, "torch", "2.9.1")
+
+
+def test_sglang_pin_without_override_is_explained(tmp_path: Path) -> None:
+    house = tmp_path / "wheelhouse"
+    seed_sglang(house)
+    r = run_wh(
+        "lock",
+        "-r",
+        "sglang",
+        "--wheelhouse",
+        house,
+        "--lockfile",
+        tmp_path / "l.toml",
+        "--platform",
+        "win_amd64",
+        "--python-version",
+        "3.12",
+    )
+    assert r.returncode == 4
+    assert "sglang 0.5.10 requires sglang-kernel==0.4.1" in r.stderr
+    assert "0.4.3 does not satisfy ==0.4.1" in r.stderr
+    assert "--override 'sglang-kernel==0.4.3'" in r.stderr
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sglang_with_override_installs_in_order(
+    tmp_path: Path, new_venv: Callable[..., Path], backend: str
+) -> None:
+    house = tmp_path / "wheelhouse"
+    seed_sglang(house)
+    cu = make_wheel(tmp_path / "cu", "torch", "2.9.1+cu130")
+    python = new_venv([cu])
+    r = run_wh(
+        "install",
+        "unlimited-ocr",
+        "--wheelhouse",
+        house,
+        "--python",
+        python,
+        "--lockfile",
+        tmp_path / "l.toml",
+        "--backend",
+        backend,
+        "--json",
+    )
+    # the built-in profile's checks import sgl_kernel and need CUDA: replace them here
+    assert r.returncode == 8, r.stdout
+    data = json.loads(r.stdout)
+    batches = [[a["name"] for a in b] for b in data["plan"]["batches"]]
+    pos = {n: i for i, b in enumerate(batches) for n in b}
+    for dep in ("flashinfer-python", "sglang-kernel", "kernels"):
+        assert pos[dep] < pos["sglang"]
+    assert "torch" not in pos  # protected, kept
+    messages = [f["message"] for f in data["verify"]]
+    assert (
+        "sglang-kernel 0.4.3 satisfies sglang's ==0.4.1 by override (sglang-kernel==0.4.3)"
+        in messages
+    )
+    failed = [f["message"] for f in data["verify"] if not f["ok"]]
+    assert failed and all("sgl_kernel" in m or "CUDA" in m for m in failed)
+
+
+def test_copy_mode_installs_real_copies(tmp_path: Path, new_venv: Callable[..., Path]) -> None:
+    house = tmp_path / "wheelhouse"
+    make_wheel(house, "lib", "1.0", files={"lib/__init__.py": b"X = 1\n" * 100})
+    python = new_venv()
+    r = run_wh(
+        "install",
+        "-r",
+        "lib",
+        "--wheelhouse",
+        house,
+        "--python",
+        python,
+        "--lockfile",
+        tmp_path / "l.toml",
+        "--check-import",
+        "lib",
+    )
+    assert r.returncode == 0, r.stderr
+    installed = next(python.parent.parent.rglob("site-packages/lib/__init__.py"))
+    assert installed.stat().st_nlink == 1
+
+
+def test_install_with_no_network(tmp_path: Path, new_venv: Callable[..., Path]) -> None:
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip("cannot create a network namespace here (needs root and unshare)")
+    house = tmp_path / "wheelhouse"
+    seed_sglang(house)
+    python = new_venv()
+    r = run_wh(
+        "install",
+        "-r",
+        "sglang",
+        "-r",
+        "kernels==0.11.7",
+        "--override",
+        "sglang-kernel==0.4.3",
+        "--wheelhouse",
+        house,
+        "--python",
+        python,
+        "--lockfile",
+        tmp_path / "l.toml",
+        "--check-import",
+        "sglang",
+        prefix=["unshare", "-n"],
+    )
+    assert r.returncode == 0, r.stderr
+    assert "verification passed" in r.stdout
+
+
+def test_dry_run_changes_nothing(cuda_env: tuple[Path, Path], tmp_path: Path) -> None:
+    house, python = cuda_env
+    before = site_snapshot(python)
+    r = install(house, python, tmp_path / "l.toml", "-r", "app", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "install app 1.0" in r.stdout and "dry run" in r.stdout
+    assert site_snapshot(python) == before

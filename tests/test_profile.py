@@ -1,0 +1,76 @@
+"""Profiles: built-in, wh.toml and [tool.wh]; every mistake names its file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from installer.errors import ProfileError
+from installer.profile import load_profile
+
+
+def test_builtin_unlimited_ocr() -> None:
+    p = load_profile("unlimited-ocr")
+    assert "sglang" in [r.name for r in p.requirements]
+    assert [str(e.requirement) for e in p.extras] == ["kernels==0.11.7"]
+    assert [str(o.requirement) for o in p.overrides] == ["sglang-kernel==0.4.3"]
+    assert "0.4.1" in p.overrides[0].reason
+    assert [pr.name for pr in p.protections] == ["torch"]
+    assert p.link_mode == "copy"
+    assert "sgl_kernel" in p.checks.imports
+    assert any("cuda.is_available" in s.code for s in p.checks.snippets)
+
+
+def test_wh_toml_and_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "wh.toml").write_text(
+        '[profile.a]\nrequirements = ["x>=1"]\nprotect = ["torch==2.9.1+cu130"]\n'
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.wh.profile.b]\nrequirements = [{ requirement = "y", reason = "r" }]\n'
+        'link-mode = "hardlink"\n'
+    )
+    search = [tmp_path / "wh.toml", tmp_path / "pyproject.toml"]
+    a = load_profile("a", search)
+    assert str(a.protections[0].version) == "2.9.1+cu130"
+    b = load_profile("b", search)
+    assert b.link_mode == "hardlink" and b.source.endswith("pyproject.toml")
+
+
+def test_flags_extend_a_profile() -> None:
+    p = load_profile("unlimited-ocr").with_flags(
+        requirements=["extra-pkg"],
+        overrides=["sglang-kernel==0.4.4"],
+        protections=["numpy"],
+        link_mode="symlink",
+    )
+    assert "extra-pkg" in [r.name for r in p.requirements]
+    assert [str(o.requirement) for o in p.overrides] == ["sglang-kernel==0.4.4"]
+    assert [x.name for x in p.protections] == ["numpy", "torch"]
+    assert p.link_mode == "symlink"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('[profile.p]\nrequirments = ["x"]\n', "unknown key(s) requirments"),
+        ('[profile.p]\nrequirements = ["x>>1"]\n', "is not a valid requirement"),
+        ('[profile.p]\nrequirements = "x"\n', "requirements must be a list"),
+        ('[profile.p]\nlink-mode = "teleport"\n', "link-mode 'teleport' is not one of"),
+        ("[profile.p\n", "not valid TOML"),
+        ('[profile.p]\noverrides = ["a==1", "a==2"]\n', "two overrides for a"),
+    ],
+)
+def test_malformed_profiles_name_file_and_rule(tmp_path: Path, body: str, message: str) -> None:
+    f = tmp_path / "wh.toml"
+    f.write_text(body)
+    with pytest.raises(ProfileError) as info:
+        load_profile("p", [f])
+    assert message in info.value.message
+    assert str(f) in info.value.message
+
+
+def test_unknown_profile_lists_known_ones() -> None:
+    with pytest.raises(ProfileError) as info:
+        load_profile("nope")
+    assert "unlimited-ocr" in info.value.hint

@@ -1,0 +1,65 @@
+"""wh on the real folder of ~900 wheels that this machine's pip configuration points at."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures import run_wh
+
+
+def configured_wheel_folder() -> Path | None:
+    """The largest local folder of wheels named (directly or via a file:// index) by pip config."""
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False
+    ).stdout
+    best: tuple[int, Path] | None = None
+    for url in re.findall(r"file://(/[^\s'\"]+)", out) + re.findall(r"find-links='([^']+)'", out):
+        for folder in (Path(url), Path(url).parent / "files"):
+            if folder.is_dir():
+                n = sum(1 for _ in folder.glob("*.whl"))
+                if n and (best is None or n > best[0]):
+                    best = (n, folder)
+    return best[1] if best else None
+
+
+FOLDER = configured_wheel_folder()
+pytestmark = pytest.mark.skipif(FOLDER is None, reason="no local wheel folder in pip config")
+
+
+def test_lock_transformers_fastapi_from_the_real_folder(tmp_path: Path) -> None:
+    lock = tmp_path / "pylock.toml"
+    args = [
+        "lock",
+        "-r",
+        "transformers",
+        "-r",
+        "fastapi",
+        "--wheelhouse",
+        FOLDER,
+        "--lockfile",
+        lock,
+        "--platform",
+        "manylinux_2_17_x86_64",
+        "--python-version",
+        "3.11",
+    ]
+    r = run_wh(*args, "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads(r.stdout)
+    assert {"transformers", "fastapi", "pydantic", "huggingface-hub"} <= set(data["packages"])
+    # numpy builds for manylinux_2_27+ do not fit a manylinux_2_17 target: excluded with reason
+    skipped = {s["filename"]: s["reason"] for s in data["skipped_for_target"]}
+    assert any(f.startswith("numpy-") and "does not fit" in r for f, r in skipped.items())
+    assert lock.is_file()
+    # warm re-lock: nothing changed, same bytes
+    before = lock.read_bytes()
+    again = run_wh(*args)
+    assert again.returncode == 0 and "unchanged" in again.stdout
+    assert "skipped" in again.stdout
+    assert lock.read_bytes() == before

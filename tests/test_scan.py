@@ -1,0 +1,95 @@
+"""Wheelhouse scan: metadata from the zip, every problem reported, stat-only rescans."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from installer.errors import WheelhouseError
+from installer.scan import scan
+from installer.wheelwriter import write_wheel
+from tests.factory import make_wheel
+from tests.fixtures import run_wh
+
+
+def test_reads_identity_tags_and_metadata(tmp_path: Path) -> None:
+    make_wheel(
+        tmp_path,
+        "torch",
+        "2.9.1+cu130",
+        ["filelock", "nvidia-cublas; sys_platform == 'linux'"],
+        tag="cp312-cp312-win_amd64",
+        requires_python=">=3.10",
+        extras={"opt": ["numpy>=2"]},
+    )
+    wh = scan(tmp_path)
+    assert wh.problems == ()
+    (w,) = wh.wheels
+    assert (w.name, str(w.version)) == ("torch", "2.9.1+cu130")
+    assert {str(t) for t in w.tags} == {"cp312-cp312-win_amd64"}
+    assert [str(r) for r in w.requires_dist][:2] == [
+        "filelock",
+        'nvidia-cublas; sys_platform == "linux"',
+    ]
+    assert str(w.requires_python) == ">=3.10"
+    assert w.provides_extra == ("opt",)
+    assert w.size == (tmp_path / w.filename).stat().st_size
+    assert len(w.sha256) == 64
+
+
+def test_reports_every_problem_at_once(tmp_path: Path) -> None:
+    make_wheel(tmp_path, "good", "1.0")
+    (tmp_path / "notzip-1.0-py3-none-any.whl").write_bytes(b"garbage")
+    (tmp_path / "bad_name.whl").write_bytes(b"x")
+    # filename says 'liar', METADATA says 'other'
+    other = write_wheel(tmp_path / "x", "other", "1.0", {"o.py": b""})
+    other.rename(tmp_path / "liar-1.0-py3-none-any.whl")
+    # version mismatch
+    v = write_wheel(tmp_path / "y", "pkg", "2.0", {"p.py": b""})
+    v.rename(tmp_path / "pkg-1.0-py3-none-any.whl")
+    # no METADATA
+    with zipfile.ZipFile(tmp_path / "nometa-1.0-py3-none-any.whl", "w") as zf:
+        zf.writestr("nometa-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")
+    wh = scan(tmp_path)
+    assert [w.filename for w in wh.wheels] == ["good-1.0-py3-none-any.whl"]
+    reasons = {p.path.name: p.reason for p in wh.problems}
+    assert "not a valid zip" in reasons["notzip-1.0-py3-none-any.whl"]
+    assert "invalid wheel filename" in reasons["bad_name.whl"]
+    assert "METADATA says 'other'" in reasons["liar-1.0-py3-none-any.whl"]
+    assert "METADATA says 2.0" in reasons["pkg-1.0-py3-none-any.whl"]
+    assert "METADATA is missing" in reasons["nometa-1.0-py3-none-any.whl"]
+
+
+def test_unchanged_wheelhouse_rescans_by_stat_alone(tmp_path: Path) -> None:
+    path = make_wheel(tmp_path, "pkg", "1.0")
+    first = scan(tmp_path)
+    st = path.stat()
+    # Same size and mtime, different bytes: a stat-only rescan cannot notice, which proves
+    # the second scan did not open the file.
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert scan(tmp_path).wheels[0].sha256 == first.wheels[0].sha256
+    # A changed mtime is a changed file: re-read and re-hashed.
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert scan(tmp_path).wheels[0].sha256 != first.wheels[0].sha256
+
+
+def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(WheelhouseError, match="does not exist"):
+        scan(tmp_path / "nope")
+
+
+def test_cli_scan_lists_wheels_and_exclusions(tmp_path: Path) -> None:
+    make_wheel(tmp_path, "pkg", "1.0+cu130")
+    (tmp_path / "broken-1.0-py3-none-any.whl").write_bytes(b"x")
+    r = run_wh("scan", "--wheelhouse", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "1.0+cu130" in r.stdout
+    assert "excluded broken-1.0-py3-none-any.whl: not a valid zip" in r.stdout
+    strict = run_wh("scan", "--wheelhouse", tmp_path, "--strict")
+    assert strict.returncode == 3
