@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -258,13 +258,65 @@ def resolve(
     except resolvelib.ResolutionImpossible as exc:
         from installer.explain import explain_impossible
 
-        raise explain_impossible(list(exc.causes), index, over) from None
+        causes = list(exc.causes)
+        parents = sorted({i.parent for i in causes if i.parent is not None}, key=str)
+        chains = {str(p): requirement_chain(p, root_needs, index, target, over) for p in parents}
+        raise explain_impossible(causes, index, over, chains=chains) from None
     except resolvelib.ResolutionTooDeep as exc:
         raise ResolutionError(
             f"resolution gave up after {max_rounds} rounds of backtracking",
             hint="pin the packages involved more tightly in the profile's requirements",
         ) from exc
     return _assemble(result.mapping, root_needs, root_applied, target, over, pins)
+
+
+def requirement_chain(
+    goal: Candidate,
+    roots: Sequence[Need],
+    index: CandidateIndex,
+    target: Target,
+    overrides: Mapping[NormalizedName, Override],
+    *,
+    limit: int = 5000,
+) -> list[str]:
+    """The shortest path of requirements from the profile to ``goal``, one line per step.
+
+    Breadth-first over the candidates the wheelhouse offers (newest first), so the path is
+    one a resolver could really take: each step is a candidate satisfying the requirement
+    before it. Empty when ``goal`` is not reachable within ``limit`` candidates.
+    """
+    key = (goal.name, goal.version, goal.extras)
+    came: dict[tuple[NormalizedName, Version, frozenset[NormalizedName]], tuple[Any, Need]] = {}
+    queue: deque[Candidate] = deque()
+
+    def visit(need: Need, prev: Any) -> bool:
+        for c in index.candidates(need.name):
+            if not _Provider._satisfies(need, c):
+                continue
+            node = Candidate(c.name, c.version, c.wheel, c.requires, c.pinned, need.extras)
+            k = (node.name, node.version, node.extras)
+            if k in came:
+                continue
+            came[k] = (prev, need)
+            if k == key:
+                return True
+            queue.append(node)
+        return False
+
+    found = any(visit(n, None) for n in roots)
+    while not found and queue and len(came) < limit:
+        cand = queue.popleft()
+        prev = (cand.name, cand.version, cand.extras)
+        found = any(visit(n, prev) for n in dependencies(cand, target, overrides)[0])
+    if not found:
+        return []
+    steps: list[str] = []
+    at: Any = key
+    while at is not None:
+        prev, need = came[at]
+        steps.append(need.describe())
+        at = prev
+    return steps[::-1]
 
 
 def _assemble(
