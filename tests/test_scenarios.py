@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from installer.errors import ResolutionError
 from installer.resolve import resolve
 from installer.scan import scan
+from installer.wheelfile import Wheel
 from tests.scenarios import Scenario, divergences, load_all, normalized, scenarios_root
 
 ROOT = scenarios_root()
@@ -36,12 +38,14 @@ def _params() -> list[object]:
     return params
 
 
-def run_scenario(sc: Scenario, folder: Path, *, seed: int | None = None) -> dict[str, str] | str:
-    """The versions wh picks, or the rendered error when it finds none."""
+def wheelhouse(sc: Scenario, folder: Path) -> list[Wheel]:
+    """The scenario's wheels, written with ``make_wheel`` and read back by ``scan``."""
     sc.build_wheelhouse(folder)
-    wheels = list(scan(folder, use_cache=False).wheels)
-    if seed is not None:
-        random.Random(seed).shuffle(wheels)
+    return list(scan(folder, use_cache=False).wheels)
+
+
+def answer(sc: Scenario, wheels: Sequence[Wheel]) -> dict[str, str] | str:
+    """The versions wh picks, or the rendered error when it finds none."""
     try:
         res = resolve(wheels, sc.target(), sc.roots(), prereleases=sc.prereleases)
     except ResolutionError as exc:
@@ -51,7 +55,13 @@ def run_scenario(sc: Scenario, folder: Path, *, seed: int | None = None) -> dict
 
 @pytest.mark.parametrize("sc", _params())
 def test_scenario(sc: Scenario, tmp_path: Path) -> None:
-    got = run_scenario(sc, tmp_path)
+    wheels = wheelhouse(sc, tmp_path)
+    got = answer(sc, wheels)
+    # Determinism: the same answer (or the same explanation) whatever the order of wheels.
+    for seed in range(2):
+        shuffled = list(wheels)
+        random.Random(f"{sc.id}/{seed}").shuffle(shuffled)
+        assert answer(sc, shuffled) == got, "the answer depends on the order of the wheels"
     if not sc.satisfiable:
         assert isinstance(got, str), f"{sc.description}\nexpected no resolution, got {got}"
         return
