@@ -127,6 +127,7 @@ class CandidateIndex:
         specs: Sequence[SpecifierSet],
         *,
         labels: Sequence[str] = (),
+        prereleases: str = "if-necessary-or-explicit",
     ) -> list[str]:
         """One line per wheel of ``name``: chosen-able or why not, against ``specs``.
 
@@ -174,6 +175,8 @@ class CandidateIndex:
                     + "; ".join(who for _s, who in refusing)
                     + _local_note(w.version, [s for s, _w in refusing])
                 )
+            elif prereleases == "disallow" and w.version.is_prerelease:
+                lines.append(f"{w.filename}: {w.version} is a prerelease, and they are disallowed")
             elif w.filename not in usable:
                 lines.append(f"{w.filename}: another wheel of {w.version} fits the target better")
             else:

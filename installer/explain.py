@@ -19,6 +19,7 @@ def explain_impossible(
     overrides: Mapping[NormalizedName, Override],
     *,
     chains: Mapping[str, Sequence[str]] | None = None,
+    prereleases: str = "if-necessary-or-explicit",
 ) -> ResolutionError:
     """Build the ResolutionError for resolvelib's ``causes`` (RequirementInformation list).
 
@@ -50,7 +51,10 @@ def explain_impossible(
         specs = [r.specifier for r in plain]
         labels = [r.describe() for r in plain]
         details.append("  the wheelhouse offers:")
-        details.extend(f"    {line}" for line in index.explain(name, specs, labels=labels))
+        details.extend(
+            f"    {line}"
+            for line in index.explain(name, specs, labels=labels, prereleases=prereleases)
+        )
         only_profile = all(i.parent is None for i in infos)
         hints.append(_hint(name, index, overrides, [r.text for r in plain] if only_profile else []))
     parents = sorted({i.requirement.parent for infos in by_name.values() for i in infos})

@@ -261,7 +261,9 @@ def resolve(
         causes = list(exc.causes)
         parents = sorted({i.parent for i in causes if i.parent is not None}, key=str)
         chains = {str(p): requirement_chain(p, root_needs, index, target, over) for p in parents}
-        raise explain_impossible(causes, index, over, chains=chains) from None
+        raise explain_impossible(
+            causes, index, over, chains=chains, prereleases=prereleases
+        ) from None
     except resolvelib.ResolutionTooDeep as exc:
         raise ResolutionError(
             f"resolution gave up after {max_rounds} rounds of backtracking",

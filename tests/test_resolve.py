@@ -232,7 +232,8 @@ def test_prerelease_policy(house: House, policy: str, root: str, expected: str) 
 
 def test_disallowed_prereleases_are_never_chosen(house: House) -> None:
     house.add("a", "2.0b1")
-    _fails(house, "a", prereleases="disallow")
+    text = _fails(house, "a", prereleases="disallow")
+    assert "a-2.0b1-py3-none-any.whl: 2.0b1 is a prerelease, and they are disallowed" in text
 
 
 def test_a_prerelease_is_the_fallback_when_final_releases_conflict(house: House) -> None:
