@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.requirements import Requirement
-from packaging.tags import parse_tag
 from packaging.utils import NormalizedName, canonicalize_name
-from packaging.version import Version
 
 from installer.target import Target, declared
 from tests.factory import make_wheel
@@ -83,33 +81,6 @@ class Scenario:
             return f"sdist-only release ({', '.join(sdist_only)}): a wheelhouse holds wheels only"
         if self.options.get("no_binary"):
             return "no_binary: a wheelhouse holds wheels only"
-        built = self._answer_from_sdist()
-        if built:
-            return (
-                f"the expected answer builds the sdist of {built}, which has no wheel for "
-                f"{self.platform} / Python {self.python}: a wheelhouse holds wheels only"
-            )
-        return None
-
-    def _answer_from_sdist(self) -> str | None:
-        """A release the expected answer may use that only an sdist provides on the target.
-
-        Such a release is sdist-only for this target. It matters only when the scenario
-        is satisfiable and names that version, or names no versions at all.
-        """
-        if not self.satisfiable:
-            return None
-        target = self.target()
-        for rel in self.releases:
-            if not rel.sdist:
-                continue
-            # Requires-Python binds an sdist as much as a wheel: only tags matter here.
-            if any(target.wheel_rank(frozenset(parse_tag(t))) is not None for t in rel.wheel_tags):
-                continue
-            if self.expected is None or normalized(self.expected).get(
-                canonicalize_name(rel.name)
-            ) == str(Version(rel.version)):
-                return f"{rel.name} {rel.version}"
         return None
 
     def roots(self) -> list[Requirement]:
