@@ -50,6 +50,8 @@ def answer(sc: Scenario, wheels: Sequence[Wheel]) -> dict[str, str] | str:
         res = resolve(wheels, sc.target(), sc.roots(), prereleases=sc.prereleases)
     except ResolutionError as exc:
         return exc.render()
+    unexplained = sorted(n for n, c in res.packages.items() if not c.required_by)
+    assert not unexplained, f"chosen with no requirement naming them: {unexplained}"
     return res.versions()
 
 
@@ -64,6 +66,8 @@ def test_scenario(sc: Scenario, tmp_path: Path) -> None:
         assert answer(sc, shuffled) == got, "the answer depends on the order of the wheels"
     if not sc.satisfiable:
         assert isinstance(got, str), f"{sc.description}\nexpected no resolution, got {got}"
+        # Every refusal explains itself: who asked, what the wheelhouse had, what to do.
+        assert " requires " in got and "the wheelhouse offers:" in got and "hint: " in got
         return
     assert isinstance(got, dict), f"{sc.description}\nexpected a resolution, got:\n{got}"
     if sc.expected is not None:
