@@ -128,16 +128,17 @@ class CandidateIndex:
         *,
         labels: Sequence[str] = (),
         prereleases: str = "if-necessary-or-explicit",
+        conflict: bool = False,
     ) -> list[str]:
         """One line per wheel of ``name``: chosen-able or why not, against ``specs``.
 
         ``labels`` (parallel to ``specs``) name who asked for each specifier, so a refused
-        version says which requirement refused it.
+        version says which requirement refused it ("is refused by sglang 0.5.10 requires
+        sglang-kernel==0.4.1"); unlabelled specifiers read "does not satisfy ==0.4.1".
+        ``conflict`` says the specifiers are a resolver conflict: a version they all admit
+        is then said to conflict with the rest.
         """
-        named = [
-            (spec, labels[i] if i < len(labels) else str(spec) or "any version")
-            for i, spec in enumerate(specs)
-        ]
+        named = [(spec, labels[i] if i < len(labels) else None) for i, spec in enumerate(specs)]
         lines: list[str] = []
         pin = self.pins.get(name)
         if pin is not None:
@@ -146,8 +147,8 @@ class CandidateIndex:
                 f"{name} is protected: only the installed {pin.version} is acceptable"
                 + (f" ({pin.reason})" if pin.reason else "")
                 + (
-                    ", and it is refused by "
-                    + "; ".join(who for _s, who in refusing)
+                    ", and it "
+                    + _refusal(refusing)
                     + _local_note(pin.version, [s for s, _w in refusing])
                     if refusing
                     else ""
@@ -171,8 +172,8 @@ class CandidateIndex:
             refusing = [(s, who) for s, who in named if not s.contains(w.version, True)]
             if refusing:
                 lines.append(
-                    f"{w.filename}: version {w.version} is refused by "
-                    + "; ".join(who for _s, who in refusing)
+                    f"{w.filename}: version {w.version} "
+                    + _refusal(refusing)
                     + _local_note(w.version, [s for s, _w in refusing])
                 )
             elif prereleases == "disallow" and w.version.is_prerelease:
@@ -182,10 +183,24 @@ class CandidateIndex:
             else:
                 wanted = ", ".join(str(s) for s in specs if str(s)) or "any version"
                 lines.append(
-                    f"{w.filename}: {w.version} satisfies {wanted}, but conflicts with the "
-                    "rest of the requirements (see above)"
+                    f"{w.filename}: {w.version} satisfies {wanted}"
+                    + (
+                        ", but conflicts with the rest of the requirements above"
+                        if conflict
+                        else ""
+                    )
                 )
         return lines
+
+
+def _refusal(refusing: Sequence[tuple[SpecifierSet, str | None]]) -> str:
+    """ "is refused by <who asked>; ..." for labelled specifiers, "does not satisfy" else."""
+    by = [who for _s, who in refusing if who]
+    plain = [str(s) for s, who in refusing if not who]
+    parts = ([f"is refused by {'; '.join(by)}"] if by else []) + (
+        [f"does not satisfy {', '.join(plain)}"] if plain else []
+    )
+    return "; ".join(parts)
 
 
 def _local_note(version: Version, specs: Sequence[SpecifierSet]) -> str:

@@ -53,7 +53,9 @@ def explain_impossible(
         details.append("  the wheelhouse offers:")
         details.extend(
             f"    {line}"
-            for line in index.explain(name, specs, labels=labels, prereleases=prereleases)
+            for line in index.explain(
+                name, specs, labels=labels, prereleases=prereleases, conflict=True
+            )
         )
         only_profile = all(i.parent is None for i in infos)
         hints.append(_hint(name, index, overrides, [r.text for r in plain] if only_profile else []))

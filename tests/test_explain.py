@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 
+from installer.candidates import CandidateIndex
 from installer.errors import ResolutionError
 from installer.profile import Override
 from installer.resolve import resolve
@@ -164,3 +167,18 @@ def test_explanation_names_the_rejected_wheel_of_a_version_another_wheel_provide
         "manylinux_2_28_x86_64 / CPython 3.12",
     )
     assert "only the profile asks for a (a>=2)" in info.value.hint
+
+
+def test_candidate_index_explain_without_labels_reads_as_plain_specifiers(tmp_path: Path) -> None:
+    make_wheel(tmp_path, "a", "1.0")
+    make_wheel(tmp_path, "a", "2.0+x")
+    index = CandidateIndex.build(scan(tmp_path, use_cache=False).wheels, LINUX, {})
+    assert index.explain(canonicalize_name("a"), [SpecifierSet(">2.0")]) == [
+        "a-1.0-py3-none-any.whl: version 1.0 does not satisfy >2.0",
+        "a-2.0+x-py3-none-any.whl: version 2.0+x does not satisfy >2.0 (PEP 440: >2.0 never "
+        "admits local builds of 2.0 such as +x)",
+    ]
+    assert index.explain(canonicalize_name("a"), [SpecifierSet(">=1")]) == [
+        "a-1.0-py3-none-any.whl: 1.0 satisfies >=1",
+        "a-2.0+x-py3-none-any.whl: 2.0+x satisfies >=1",
+    ]
