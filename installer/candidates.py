@@ -121,15 +121,38 @@ class CandidateIndex:
             return [Candidate(name, pin.version, wheel, pin.requires, pinned=True)]
         return self.by_name.get(name, [])
 
-    def explain(self, name: NormalizedName, specs: Sequence[SpecifierSet]) -> list[str]:
-        """One line per wheel of ``name``: chosen-able or why not, against ``specs``."""
+    def explain(
+        self,
+        name: NormalizedName,
+        specs: Sequence[SpecifierSet],
+        *,
+        labels: Sequence[str] = (),
+        prereleases: str = "if-necessary-or-explicit",
+        conflict: bool = False,
+    ) -> list[str]:
+        """One line per wheel of ``name``: chosen-able or why not, against ``specs``.
+
+        ``labels`` (parallel to ``specs``) name who asked for each specifier, so a refused
+        version says which requirement refused it ("is refused by sglang 0.5.10 requires
+        sglang-kernel==0.4.1"); unlabelled specifiers read "does not satisfy ==0.4.1".
+        ``conflict`` says the specifiers are a resolver conflict: a version they all admit
+        is then said to conflict with the rest.
+        """
+        named = [(spec, labels[i] if i < len(labels) else None) for i, spec in enumerate(specs)]
         lines: list[str] = []
         pin = self.pins.get(name)
         if pin is not None:
-            ok = all(s.contains(pin.version, prereleases=True) for s in specs)
+            refusing = [(s, who) for s, who in named if not s.contains(pin.version, True)]
             lines.append(
                 f"{name} is protected: only the installed {pin.version} is acceptable"
-                + ("" if ok else f", and it does not satisfy {', '.join(map(str, specs))}")
+                + (f" ({pin.reason})" if pin.reason else "")
+                + (
+                    ", and it "
+                    + _refusal(refusing)
+                    + _local_note(pin.version, [s for s, _w in refusing])
+                    if refusing
+                    else ""
+                )
             )
         wheels = self.all_wheels.get(name, [])
         if not wheels:
@@ -142,23 +165,46 @@ class CandidateIndex:
                 lines.append(f"{w.filename}: {rejected[w.filename].reason}")
                 continue
             if pin is not None and w.version != pin.version:
-                lines.append(f"{w.filename}: not the protected installed {name} {pin.version}")
-                continue
-            bad = [str(s) for s in specs if not s.contains(w.version, prereleases=True)]
-            if bad:
                 lines.append(
-                    f"{w.filename}: version {w.version} does not satisfy {', '.join(bad)}"
-                    + _local_note(w.version, specs)
+                    f"{w.filename}: would replace the protected installed {name} {pin.version}"
                 )
+                continue
+            refusing = [(s, who) for s, who in named if not s.contains(w.version, True)]
+            if refusing:
+                lines.append(
+                    f"{w.filename}: version {w.version} "
+                    + _refusal(refusing)
+                    + _local_note(w.version, [s for s, _w in refusing])
+                )
+            elif prereleases == "disallow" and w.version.is_prerelease:
+                lines.append(f"{w.filename}: {w.version} is a prerelease, and they are disallowed")
             elif w.filename not in usable:
                 lines.append(f"{w.filename}: another wheel of {w.version} fits the target better")
             else:
-                wanted = ", ".join(map(str, specs)) or "any version"
-                lines.append(f"{w.filename}: {w.version} satisfies {wanted}")
+                wanted = ", ".join(str(s) for s in specs if str(s)) or "any version"
+                lines.append(
+                    f"{w.filename}: {w.version} satisfies {wanted}"
+                    + (
+                        ", but conflicts with the rest of the requirements above"
+                        if conflict
+                        else ""
+                    )
+                )
         return lines
 
 
+def _refusal(refusing: Sequence[tuple[SpecifierSet, str | None]]) -> str:
+    """ "is refused by <who asked>; ..." for labelled specifiers, "does not satisfy" else."""
+    by = [who for _s, who in refusing if who]
+    plain = [str(s) for s, who in refusing if not who]
+    parts = ([f"is refused by {'; '.join(by)}"] if by else []) + (
+        [f"does not satisfy {', '.join(plain)}"] if plain else []
+    )
+    return "; ".join(parts)
+
+
 def _local_note(version: Version, specs: Sequence[SpecifierSet]) -> str:
+    """Why PEP 440 local-version rules refused ``version``, when they are the reason."""
     if version.local is None:
         return ""
     for spec in specs:
@@ -168,6 +214,9 @@ def _local_note(version: Version, specs: Sequence[SpecifierSet]) -> str:
                     f" (PEP 440: {s.operator}{s.version} never admits local builds of "
                     f"{version.public} such as +{version.local})"
                 )
-            if s.operator in ("==", "===") and "+" in s.version and Version(s.version) != version:
-                return f" (the local label +{version.local} differs from the pinned one)"
+            if s.operator in ("==", "===") and "+" in s.version and not s.contains(version, True):
+                return (
+                    f" (the local label +{version.local} differs from the "
+                    f"+{s.version.split('+', 1)[1]} that {s.operator}{s.version} asks for)"
+                )
     return ""

@@ -14,9 +14,20 @@ from installer.profile import Override
 
 
 def explain_impossible(
-    causes: Sequence[Any], index: CandidateIndex, overrides: Mapping[NormalizedName, Override]
+    causes: Sequence[Any],
+    index: CandidateIndex,
+    overrides: Mapping[NormalizedName, Override],
+    *,
+    chains: Mapping[str, Sequence[str]] | None = None,
+    prereleases: str = "if-necessary-or-explicit",
 ) -> ResolutionError:
-    """Build the ResolutionError for resolvelib's ``causes`` (RequirementInformation list)."""
+    """Build the ResolutionError for resolvelib's ``causes`` (RequirementInformation list).
+
+    ``chains`` maps a parent candidate ("a 2.5") to the requirements that brought it in
+    from the profile ("profile requires d", "d 3.0 requires a>=1.0"), so each conflicting
+    requirement is shown with the path that led to it.
+    """
+    chains = chains or {}
     by_name: dict[NormalizedName, list[Any]] = defaultdict(list)
     for info in causes:
         by_name[info.requirement.name].append(info)
@@ -24,52 +35,82 @@ def explain_impossible(
     hints: list[str] = []
     names = sorted(by_name)
     for name in names:
-        infos = by_name[name]
+        infos = sorted(by_name[name], key=lambda i: i.requirement.describe())
         details.append(f"{name}:")
         seen: set[str] = set()
         for info in infos:
             line = info.requirement.describe()
-            if line not in seen:
-                seen.add(line)
-                details.append(f"  - {line}")
-        specs = [i.requirement.specifier for i in infos if i.requirement.exact is None]
+            if line in seen:
+                continue
+            seen.add(line)
+            details.append(f"  - {line}")
+            chain = chains.get(str(info.parent)) if info.parent is not None else None
+            if chain:
+                details.append(f"      ({info.parent} is in play because: {'; '.join(chain)})")
+        plain = [i.requirement for i in infos if i.requirement.exact is None]
+        specs = [r.specifier for r in plain]
+        labels = [r.describe() for r in plain]
         details.append("  the wheelhouse offers:")
-        details.extend(f"    {line}" for line in index.explain(name, specs))
-        pin = index.pins.get(name)
-        if pin is not None:
-            hints.append(
-                f"{name} is protected at {pin.version} ({pin.reason or 'no reason given'}); "
-                f"relax the requirement with an override such as --override '{name}=={pin.version}'"
-                " if the installed build really works, or remove the protection deliberately"
+        details.extend(
+            f"    {line}"
+            for line in index.explain(
+                name, specs, labels=labels, prereleases=prereleases, conflict=True
             )
-        elif not index.all_wheels.get(name):
-            hints.append(
-                f"add a wheel of {name} to the wheelhouse (wh fetch online, or wh build for a "
-                "package without a wheel for this platform)"
-            )
-        else:
-            available = [str(c.version) for c in index.candidates(name)]
-            if available:
-                if name in overrides:
-                    hints.append(
-                        f"the override for {name} ({overrides[name].requirement}) is part of the "
-                        "conflict; change it to a version the wheelhouse has: "
-                        + ", ".join(available)
-                    )
-                else:
-                    hints.append(
-                        f"if {name} {available[0]} really works for the packages that pin it, add "
-                        f"an override: --override '{name}=={available[0]}' (or overrides = "
-                        f'[{{ requirement = "{name}=={available[0]}", reason = "..." }}] in the '
-                        "profile)"
-                    )
-            else:
-                hints.append(
-                    f"no wheel of {name} fits the target; add one built for it to the wheelhouse"
-                )
+        )
+        only_profile = all(i.parent is None for i in infos)
+        hints.append(_hint(name, index, overrides, [r.text for r in plain] if only_profile else []))
     parents = sorted({i.requirement.parent for infos in by_name.values() for i in infos})
     message = (
         f"cannot satisfy the requirements on {', '.join(names)} from the wheelhouse"
         f" (requested by {', '.join(parents)})"
     )
     return ResolutionError(message, details=details, hint="\n      ".join(hints))
+
+
+def _hint(
+    name: NormalizedName,
+    index: CandidateIndex,
+    overrides: Mapping[NormalizedName, Override],
+    profile_asks: Sequence[str],
+) -> str:
+    """What the user can change for ``name``: an override, a wheel, or a protection."""
+    pin = index.pins.get(name)
+    override = overrides.get(name)
+    if pin is not None and override is not None:
+        return (
+            f"the override {override.requirement} ({override.reason or 'no reason given'}) "
+            f"conflicts with the protection of {name} {pin.version} "
+            f"({pin.reason or 'no reason given'}): change the override to "
+            f"'{name}=={pin.version}', or remove the protection deliberately"
+        )
+    if pin is not None:
+        return (
+            f"{name} is protected at {pin.version} ({pin.reason or 'no reason given'}); "
+            f"relax the requirement with an override such as --override '{name}=={pin.version}'"
+            " if the installed build really works, or remove the protection deliberately"
+        )
+    if not index.all_wheels.get(name):
+        return (
+            f"add a wheel of {name} to the wheelhouse (wh fetch online, or wh build for a "
+            "package without a wheel for this platform)"
+        )
+    available = [str(c.version) for c in index.candidates(name)]
+    if not available:
+        return f"no wheel of {name} fits the target; add one built for it to the wheelhouse"
+    if profile_asks and override is None:
+        return (
+            f"only the profile asks for {name} ({', '.join(profile_asks)}), and no usable wheel "
+            f"satisfies that: the wheelhouse has {name} {', '.join(available)}; relax the "
+            "requirement, or add a wheel that satisfies it"
+        )
+    if override is not None:
+        return (
+            f"the override for {name} ({override.requirement}) is part of the "
+            "conflict; change it to a version the wheelhouse has: " + ", ".join(available)
+        )
+    return (
+        f"if {name} {available[0]} really works for the packages that pin it, add "
+        f"an override: --override '{name}=={available[0]}' (or overrides = "
+        f'[{{ requirement = "{name}=={available[0]}", reason = "..." }}] in the '
+        "profile)"
+    )

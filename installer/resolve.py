@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,13 +86,11 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         target: Target,
         overrides: Mapping[NormalizedName, Override],
         prereleases: str,
-        explicit_pre: frozenset[NormalizedName],
     ) -> None:
         self.index = index
         self.target = target
         self.overrides = overrides
         self.prereleases = prereleases
-        self.explicit_pre = explicit_pre
         self._deps: dict[Candidate, list[Need]] = {}
 
     def identify(self, requirement_or_candidate: Need | Candidate) -> str:
@@ -131,24 +129,10 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
             for c in self.index.candidates(name)
             if c.version not in bad and all(self._satisfies(r, c) for r in reqs)
         ]
-        if self.prereleases != "allow" and not any(r.exact for r in reqs):
-            finals = [c for c in ok if not c.version.is_prerelease]
-            explicit = name in self.explicit_pre or any(
-                r.specifier.prereleases for r in reqs if len(r.specifier)
-            )
-            if (
-                self.prereleases == "disallow"
-                or (finals and not explicit)
-                or (not finals and not explicit and self._has_final(name))
-            ):
-                ok = finals
+        ok = order_prereleases(ok, self.prereleases)
         if extras:
             return [Candidate(c.name, c.version, c.wheel, c.requires, c.pinned, extras) for c in ok]
         return ok
-
-    def _has_final(self, name: NormalizedName) -> bool:
-        """pip/uv 'if necessary': prereleases only when the name has no final release at all."""
-        return any(not c.version.is_prerelease for c in self.index.candidates(name))
 
     @staticmethod
     def _satisfies(req: Need, cand: Candidate) -> bool:
@@ -165,6 +149,23 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
             cached = dependencies(candidate, self.target, self.overrides)[0]
             self._deps[candidate] = cached
         return cached
+
+
+def order_prereleases(candidates: Sequence[Candidate], policy: str) -> list[Candidate]:
+    """The order candidates (newest first, all satisfying the requirements) are tried in.
+
+    ``allow``: newest first, prereleases like any version. ``disallow``: final releases
+    only. ``if-necessary-or-explicit`` (the default): every final release first, newest
+    first, then the prereleases, newest first, as a fallback; so a prerelease is chosen
+    only when no final release in the range can be part of a solution, whether or not a
+    specifier names a prerelease (``>=1.0a1`` still prefers a final ``1.2``).
+    """
+    if policy == "allow":
+        return list(candidates)
+    finals = [c for c in candidates if not c.version.is_prerelease]
+    if policy == "disallow":
+        return finals
+    return finals + [c for c in candidates if c.version.is_prerelease]
 
 
 def dependencies(
@@ -249,8 +250,9 @@ def resolve(
         root_needs.append(need)
         if app:
             root_applied.append(app)
-    explicit_pre = frozenset(n.name for n in root_needs if n.specifier.prereleases)
-    provider = _Provider(index, target, over, prereleases, explicit_pre)
+    if prereleases not in PRERELEASE_POLICIES:
+        raise ValueError(f"prereleases must be one of {PRERELEASE_POLICIES}, not {prereleases!r}")
+    provider = _Provider(index, target, over, prereleases)
     resolver: resolvelib.Resolver[Need, Candidate, str] = resolvelib.Resolver(
         provider, resolvelib.BaseReporter()
     )
@@ -259,13 +261,67 @@ def resolve(
     except resolvelib.ResolutionImpossible as exc:
         from installer.explain import explain_impossible
 
-        raise explain_impossible(list(exc.causes), index, over) from None
+        causes = list(exc.causes)
+        parents = sorted({i.parent for i in causes if i.parent is not None}, key=str)
+        chains = {str(p): requirement_chain(p, root_needs, index, target, over) for p in parents}
+        raise explain_impossible(
+            causes, index, over, chains=chains, prereleases=prereleases
+        ) from None
     except resolvelib.ResolutionTooDeep as exc:
         raise ResolutionError(
             f"resolution gave up after {max_rounds} rounds of backtracking",
             hint="pin the packages involved more tightly in the profile's requirements",
         ) from exc
     return _assemble(result.mapping, root_needs, root_applied, target, over, pins)
+
+
+def requirement_chain(
+    goal: Candidate,
+    roots: Sequence[Need],
+    index: CandidateIndex,
+    target: Target,
+    overrides: Mapping[NormalizedName, Override],
+    *,
+    limit: int = 5000,
+) -> list[str]:
+    """The shortest path of requirements from the profile to ``goal``, one line per step.
+
+    Breadth-first over the candidates the wheelhouse offers (newest first), so the path is
+    one a resolver could really take: each step is a candidate satisfying the requirement
+    before it. Empty when ``goal`` is not reachable within ``limit`` candidates.
+    """
+    key = (goal.name, goal.version, goal.extras)
+    came: dict[tuple[NormalizedName, Version, frozenset[NormalizedName]], tuple[Any, Need]] = {}
+    queue: deque[Candidate] = deque()
+
+    def visit(need: Need, prev: Any) -> bool:
+        for c in index.candidates(need.name):
+            if not _Provider._satisfies(need, c):
+                continue
+            node = Candidate(c.name, c.version, c.wheel, c.requires, c.pinned, need.extras)
+            k = (node.name, node.version, node.extras)
+            if k in came:
+                continue
+            came[k] = (prev, need)
+            if k == key:
+                return True
+            queue.append(node)
+        return False
+
+    found = any(visit(n, None) for n in roots)
+    while not found and queue and len(came) < limit:
+        cand = queue.popleft()
+        prev = (cand.name, cand.version, cand.extras)
+        found = any(visit(n, prev) for n in dependencies(cand, target, overrides)[0])
+    if not found:
+        return []
+    steps: list[str] = []
+    at: Any = key
+    while at is not None:
+        prev, need = came[at]
+        steps.append(need.describe())
+        at = prev
+    return steps[::-1]
 
 
 def _assemble(

@@ -1,1 +1,3 @@
-pytest_plugins = ["tests.fixtures"]
+"""Shared pytest configuration: plugins only."""
+
+pytest_plugins = ["tests.fixtures", "tests.scenario_plugin"]

@@ -1,0 +1,184 @@
+"""Every unsatisfiable answer says who asked for what, what the wheelhouse had, and what to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+from installer.candidates import CandidateIndex
+from installer.errors import ResolutionError
+from installer.profile import Override
+from installer.resolve import resolve
+from installer.scan import scan
+from installer.target import declared
+from tests.factory import make_wheel
+from tests.scenarios import load, scenarios_root
+
+LINUX = declared("manylinux_2_28_x86_64", "3.12")
+ROOT = scenarios_root()
+
+
+def _scenario_error(sid: str, tmp_path: Path) -> ResolutionError:
+    if ROOT is None:
+        pytest.skip("the shared resolver scenarios are absent")
+    sc = load(ROOT / sid, ROOT)
+    sc.build_wheelhouse(tmp_path)
+    wheels = scan(tmp_path, use_cache=False).wheels
+    with pytest.raises(ResolutionError) as info:
+        resolve(wheels, sc.target(), sc.roots(), prereleases=sc.prereleases)
+    return info.value
+
+
+# (scenario, lines the explanation must hold: requirements, chains, per-wheel reasons, hint)
+SCENARIO_MESSAGES = [
+    (
+        "local/local-transitive-conflicting.toml",
+        [
+            "cannot satisfy the requirements on b from the wheelhouse (requested by a 1.0.0, "
+            "profile)",
+            "- a 1.0.0 requires b==2.0.0+bar",
+            "(a 1.0.0 is in play because: profile requires a)",
+            "- profile requires b==2.0.0+foo",
+            "b-2.0.0+bar-py3-none-any.whl: version 2.0.0+bar is refused by profile requires "
+            "b==2.0.0+foo (the local label +bar differs from the +foo that ==2.0.0+foo asks for)",
+            "b-2.0.0+foo-py3-none-any.whl: version 2.0.0+foo is refused by a 1.0.0 requires "
+            "b==2.0.0+bar",
+        ],
+    ),
+    (
+        "local/local-greater-than.toml",
+        [
+            "a-1.2.3+foo-py3-none-any.whl: version 1.2.3+foo is refused by profile requires "
+            "a>1.2.3 (PEP 440: >1.2.3 never admits local builds of 1.2.3 such as +foo)",
+            "only the profile asks for a (a>1.2.3)",
+        ],
+    ),
+    (
+        "requires_python/python-greater-than-current.toml",
+        [
+            "- profile requires a==1.0.0",
+            "a-1.0.0-py3-none-any.whl: Requires-Python >=3.10 excludes Python 3.9.0",
+            "no wheel of a fits the target",
+        ],
+    ),
+    (
+        "wheels/no-sdist-no-wheels-with-matching-platform.toml",
+        [
+            "a-1.0.0-py3-none-macosx_10_0_ppc64.whl: tag py3-none-macosx_10_0_ppc64 does not "
+            "fit x86_64-manylinux2014 / CPython 3.12",
+        ],
+    ),
+    (
+        "does_not_exist/transitive-requires-package-does-not-exist.toml",
+        [
+            "- a 1.0.0 requires b",
+            "(a 1.0.0 is in play because: profile requires a)",
+            "the wheelhouse has no wheel named b",
+            "hint: add a wheel of b to the wheelhouse",
+        ],
+    ),
+    (
+        "excluded/excluded-only-compatible-version.toml",
+        [
+            "- a 1.0.0 requires b==1.0.0",
+            "- a 3.0.0 requires b==3.0.0",
+            "- profile requires b<3.0.0,>=2.0.0",
+            "b-2.0.0-py3-none-any.whl: version 2.0.0 is refused by a 1.0.0 requires b==1.0.0; "
+            "a 3.0.0 requires b==3.0.0",
+        ],
+    ),
+    (
+        "extras/extra-incompatible-with-extra.toml",
+        [
+            "- a[extra-b,extra-c] 1.0.0 requires b==1.0.0",
+            "- a[extra-b,extra-c] 1.0.0 requires b==2.0.0",
+            "is in play because: profile requires a[extra_b,extra_c]",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("sid", "lines"), SCENARIO_MESSAGES, ids=[s for s, _ in SCENARIO_MESSAGES])
+def test_scenario_explanations(sid: str, lines: list[str], tmp_path: Path) -> None:
+    text = _scenario_error(sid, tmp_path).render()
+    for line in lines:
+        assert line in text, f"missing {line!r} in:\n{text}"
+
+
+def test_explanation_shows_the_whole_chain_from_the_profile(tmp_path: Path) -> None:
+    make_wheel(tmp_path, "app", "1.0", ["mid>=1"])
+    make_wheel(tmp_path, "mid", "1.0", ["leaf==1.0"])
+    make_wheel(tmp_path, "other", "1.0", ["leaf==2.0"])
+    make_wheel(tmp_path, "leaf", "1.0")
+    make_wheel(tmp_path, "leaf", "2.0")
+    wheels = scan(tmp_path, use_cache=False).wheels
+    with pytest.raises(ResolutionError) as info:
+        resolve(wheels, LINUX, [Requirement("app"), Requirement("other")])
+    err = info.value
+    assert err.message == (
+        "cannot satisfy the requirements on leaf from the wheelhouse "
+        "(requested by mid 1.0, other 1.0)"
+    )
+    assert (
+        "      (mid 1.0 is in play because: profile requires app; app 1.0 requires mid>=1)"
+        in err.details
+    )
+    assert "      (other 1.0 is in play because: profile requires other)" in err.details
+    assert "--override 'leaf==2.0'" in err.hint
+    assert err.to_json()["exit_code"] == 4
+
+
+def test_explanation_names_the_override_that_caused_the_conflict(tmp_path: Path) -> None:
+    make_wheel(tmp_path, "sglang", "0.5.10", ["sglang-kernel==0.4.1"])
+    make_wheel(tmp_path, "sglang-kernel", "0.4.3")
+    wheels = scan(tmp_path, use_cache=False).wheels
+    override = Override(Requirement("sglang-kernel==0.4.5"), reason="needs the 0.4.5 fix")
+    with pytest.raises(ResolutionError) as info:
+        resolve(wheels, LINUX, [Requirement("sglang")], overrides=[override])
+    text = info.value.render()
+    assert (
+        "sglang 0.5.10 requires sglang-kernel==0.4.5 "
+        "(override of 'sglang-kernel==0.4.1': needs the 0.4.5 fix)"
+    ) in text
+    assert "version 0.4.3 is refused by sglang 0.5.10 requires sglang-kernel==0.4.5" in text
+    assert "the override for sglang-kernel (sglang-kernel==0.4.5) is part of the conflict" in text
+    assert "a version the wheelhouse has: 0.4.3" in text
+
+
+def test_explanation_names_the_rejected_wheel_of_a_version_another_wheel_provides(
+    tmp_path: Path,
+) -> None:
+    make_wheel(tmp_path, "a", "2.0", tag="cp312-cp312-win_amd64")
+    make_wheel(tmp_path, "a", "1.0", tag="cp312-cp312-manylinux_2_17_x86_64")
+    wheels = scan(tmp_path, use_cache=False).wheels
+    with pytest.raises(ResolutionError) as info:
+        resolve(wheels, LINUX, [Requirement("a>=2")])
+    assert info.value.details == (
+        "a:",
+        "  - profile requires a>=2",
+        "  the wheelhouse offers:",
+        "    a-1.0-cp312-cp312-manylinux_2_17_x86_64.whl: version 1.0 is refused by profile "
+        "requires a>=2",
+        "    a-2.0-cp312-cp312-win_amd64.whl: tag cp312-cp312-win_amd64 does not fit "
+        "manylinux_2_28_x86_64 / CPython 3.12",
+    )
+    assert "only the profile asks for a (a>=2)" in info.value.hint
+
+
+def test_candidate_index_explain_without_labels_reads_as_plain_specifiers(tmp_path: Path) -> None:
+    make_wheel(tmp_path, "a", "1.0")
+    make_wheel(tmp_path, "a", "2.0+x")
+    index = CandidateIndex.build(scan(tmp_path, use_cache=False).wheels, LINUX, {})
+    assert index.explain(canonicalize_name("a"), [SpecifierSet(">2.0")]) == [
+        "a-1.0-py3-none-any.whl: version 1.0 does not satisfy >2.0",
+        "a-2.0+x-py3-none-any.whl: version 2.0+x does not satisfy >2.0 (PEP 440: >2.0 never "
+        "admits local builds of 2.0 such as +x)",
+    ]
+    assert index.explain(canonicalize_name("a"), [SpecifierSet(">=1")]) == [
+        "a-1.0-py3-none-any.whl: 1.0 satisfies >=1",
+        "a-2.0+x-py3-none-any.whl: 2.0+x satisfies >=1",
+    ]
