@@ -66,15 +66,20 @@ class CandidateIndex:
     rejected: dict[NormalizedName, list[Rejected]] = field(default_factory=dict)
     all_wheels: dict[NormalizedName, list[Wheel]] = field(default_factory=dict)
     pins: Mapping[NormalizedName, Pinned] = field(default_factory=dict)
+    installed: Mapping[NormalizedName, Pinned] = field(default_factory=dict)
 
     @classmethod
     def build(
-        cls, wheels: Iterable[Wheel], target: Target, pins: Mapping[NormalizedName, Pinned]
+        cls,
+        wheels: Iterable[Wheel],
+        target: Target,
+        pins: Mapping[NormalizedName, Pinned],
+        installed: Mapping[NormalizedName, Pinned] | None = None,
     ) -> CandidateIndex:
         grouped: dict[NormalizedName, list[Wheel]] = defaultdict(list)
         for w in wheels:
             grouped[w.name].append(w)
-        index = cls(target=target, pins=pins)
+        index = cls(target=target, pins=pins, installed=dict(installed or {}))
         for name in sorted(grouped):
             ws = sorted(grouped[name], key=lambda w: w.filename)
             index.all_wheels[name] = ws
@@ -119,7 +124,15 @@ class CandidateIndex:
                 (c.wheel for c in self.by_name.get(name, []) if c.version == pin.version), None
             )
             return [Candidate(name, pin.version, wheel, pin.requires, pinned=True)]
-        return self.by_name.get(name, [])
+        found = self.by_name.get(name, [])
+        have = self.installed.get(name)
+        if have is None:
+            return found
+        # What the environment already has is tried first (pip's and uv's "only if needed"):
+        # as the wheelhouse's wheel of that version, or as the installed copy itself.
+        same = [c for c in found if c.version == have.version]
+        first = same or [Candidate(name, have.version, None, have.requires)]
+        return first + [c for c in found if c.version != have.version]
 
     def explain(
         self,
@@ -153,6 +166,13 @@ class CandidateIndex:
                     if refusing
                     else ""
                 )
+            )
+        have = self.installed.get(name)
+        if have is not None and pin is None:
+            refusing = [(s, who) for s, who in named if not s.contains(have.version, True)]
+            lines.append(
+                f"the environment has {name} {have.version} installed"
+                + (", which " + _refusal(refusing) if refusing else "")
             )
         wheels = self.all_wheels.get(name, [])
         if not wheels:

@@ -292,13 +292,24 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
 @target_options
 @click.option("--check", is_flag=True, help="Only tell whether the lock is still true.")
 @click.option(
+    "--ignore-installed",
+    is_flag=True,
+    help="Resolve from the wheelhouse alone, not keeping what the environment has.",
+)
+@click.option(
     "--prereleases",
     type=click.Choice(["if-necessary-or-explicit", "allow", "disallow"]),
     default="if-necessary-or-explicit",
     show_default=True,
 )
 def lock(
-    as_json: bool, verbose: int, wheelhouse: Path, check: bool, prereleases: str, **kw: Any
+    as_json: bool,
+    verbose: int,
+    wheelhouse: Path,
+    check: bool,
+    prereleases: str,
+    ignore_installed: bool,
+    **kw: Any,
 ) -> None:
     """Resolve PROFILE from the wheelhouse and write a PEP 751 lock."""
     from installer.errors import LockError
@@ -321,7 +332,15 @@ def lock(
                 lambda: click.echo(f"{path} is up to date"),
             )
             return
-        result = do_lock(profile, wheelhouse, path, _spec(kw), hooks, prereleases=prereleases)
+        result = do_lock(
+            profile,
+            wheelhouse,
+            path,
+            _spec(kw),
+            hooks,
+            prereleases=prereleases,
+            use_installed=not ignore_installed,
+        )
     res = result.resolution
     data = {
         "lockfile": str(path),

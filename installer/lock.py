@@ -92,11 +92,15 @@ def render(
     """The lock's bytes: deterministic for the same inputs, digest included."""
     lock_dir = lock_path.parent.resolve()
     packages: list[Package] = []
+    kept: list[dict[str, str]] = []
     protected = {n for n in resolution.pins}
     for name, chosen in sorted(resolution.packages.items()):
         cand = chosen.candidate
         if cand.wheel is None:
-            continue  # a protected install with no wheel in the wheelhouse: kept, not locked
+            # kept as installed (protected, or already satisfying): recorded in [tool.wh]
+            if name not in protected:
+                kept.append({"name": name, "version": str(cand.version)})
+            continue
         w = cand.wheel
         rel = Path(os.path.relpath(w.path.resolve(), lock_dir)).as_posix()
         tool: dict[str, Any] = {
@@ -146,6 +150,7 @@ def render(
             }
             for n, p in sorted(resolution.pins.items())
         ],
+        "kept-installed": kept,
         "checks": {
             "imports": list(profile.checks.imports),
             "snippets": [

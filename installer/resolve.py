@@ -234,13 +234,18 @@ def resolve(
     *,
     overrides: Sequence[Override] = (),
     pins: Mapping[NormalizedName, Pinned] | None = None,
+    installed: Mapping[NormalizedName, Pinned] | None = None,
     prereleases: str = "if-necessary-or-explicit",
     max_rounds: int = 200_000,
 ) -> Resolution:
-    """Resolve ``roots`` for ``target`` from ``wheels`` only. Pure: no disk, no subprocess."""
+    """Resolve ``roots`` for ``target`` from ``wheels``. Pure: no disk, no subprocess.
+
+    ``pins`` are protected installs (the only candidate of their name); ``installed`` are the
+    other distributions of a live target, tried first and kept when they satisfy.
+    """
     pins = dict(pins or {})
     over = {o.name: o for o in overrides}
-    index = CandidateIndex.build(wheels, target, pins)
+    index = CandidateIndex.build(wheels, target, pins, installed)
     root_needs: list[Need] = []
     root_applied: list[Applied] = []
     for r in roots:

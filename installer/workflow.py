@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
-from packaging.utils import NormalizedName
+from packaging.utils import NormalizedName, canonicalize_name
 
 from installer import lock as lockmod
 from installer.backend import choose
@@ -126,6 +126,7 @@ def do_lock(
     *,
     prereleases: str = "if-necessary-or-explicit",
     write: bool = True,
+    use_installed: bool = True,
 ) -> LockResult:
     if not profile.roots:
         raise ProfileError(
@@ -135,6 +136,11 @@ def do_lock(
     target, env = spec.resolve()
     wh = scan_wheelhouse(wheelhouse_dir, hooks)
     pins, absent = pins_for(profile, target, env, wh)
+    installed = {}
+    if env is not None and use_installed:
+        installed = {
+            n: Pinned(n, d.version, d.requires) for n, d in env.dists.items() if n not in pins
+        }
     hooks.status(f"resolving for {target.description}")
     resolution = resolve(
         wh.wheels,
@@ -142,6 +148,7 @@ def do_lock(
         profile.roots,
         overrides=profile.overrides,
         pins=pins,
+        installed=installed,
         prereleases=prereleases,
     )
     missing = sorted(absent & set(resolution.packages))
@@ -260,6 +267,25 @@ def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
         )
 
 
+def kept_installed(lock: lockmod.Lock, env: Environment) -> None:
+    """The installed distributions the lock relies on (no wheel) are still there."""
+    problems = []
+    for entry in lock.tool.get("kept-installed", []):
+        have = env.dists.get(canonicalize_name(entry["name"]))
+        if have is None or str(have.version) != entry["version"]:
+            found = f"{have.version}" if have else "nothing"
+            problems.append(
+                f"{entry['name']}: the lock keeps installed {entry['version']}, "
+                f"the environment has {found}"
+            )
+    if problems:
+        raise LockError(
+            f"{lock.path} relies on installed distributions that changed; nothing was installed",
+            details=problems,
+            hint="re-lock for this environment with `wh lock PROFILE --python PATH`",
+        )
+
+
 @dataclass
 class InstallResult:
     plan: Plan
@@ -314,6 +340,7 @@ def _install_locked(
     link_mode: str | None,
 ) -> InstallResult:
     lock_fits(lock, env)
+    kept_installed(lock, env)
     hooks.status("checking wheels against the lock")
     verify_wheels(lock, hooks)
     plan = make_plan(lock, env.dists, reinstall=reinstall)

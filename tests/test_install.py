@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from tests.factory import make_wheel
 from tests.fixtures import run_wh, site_snapshot
@@ -143,7 +144,7 @@ def test_sglang_pin_without_override_is_explained(tmp_path: Path) -> None:
     )
     assert r.returncode == 4
     assert "sglang 0.5.10 requires sglang-kernel==0.4.1" in r.stderr
-    assert "0.4.3 does not satisfy ==0.4.1" in r.stderr
+    assert "version 0.4.3 is refused by sglang 0.5.10 requires sglang-kernel==0.4.1" in r.stderr
     assert "--override 'sglang-kernel==0.4.3'" in r.stderr
 
 
@@ -243,3 +244,58 @@ def test_dry_run_changes_nothing(cuda_env: tuple[Path, Path], tmp_path: Path) ->
     assert r.returncode == 0, r.stderr
     assert "install app 1.0" in r.stdout and "dry run" in r.stdout
     assert site_snapshot(python) == before
+
+
+def test_installed_distributions_satisfy_requirements(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    """The CUDA framework's own dependencies are installed but not in the wheelhouse."""
+    house = tmp_path / "wheelhouse"
+    make_wheel(house, "app", "1.0", ["torch", "helper>=1"])
+    make_wheel(house, "helper", "2.0")
+    pre = tmp_path / "pre"
+    python = new_venv(
+        [
+            make_wheel(pre, "torch", "2.9.1+cu130", ["nvidia-blas>=13"]),
+            make_wheel(pre, "nvidia-blas", "13.1"),
+            make_wheel(pre, "helper", "1.5"),
+        ]
+    )
+    lock = tmp_path / "l.toml"
+    r = run_wh(
+        "install",
+        "-r",
+        "app",
+        "--protect",
+        "torch",
+        "--wheelhouse",
+        house,
+        "--python",
+        python,
+        "--lockfile",
+        lock,
+        "--json",
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    plan = json.loads(r.stdout)["plan"]
+    assert [[a["name"] for a in b] for b in plan["batches"]] == [["app"]]
+    tool = tomllib.loads(lock.read_text())["tool"]["wh"]
+    assert {"name": "helper", "version": "1.5"} in tool["kept-installed"]
+    assert {"name": "nvidia-blas", "version": "13.1"} in tool["kept-installed"]
+    # --ignore-installed resolves from the wheelhouse alone: nvidia-blas has no wheel
+    alone = run_wh(
+        "lock",
+        "-r",
+        "app",
+        "--protect",
+        "torch",
+        "--wheelhouse",
+        house,
+        "--python",
+        python,
+        "--lockfile",
+        lock,
+        "--ignore-installed",
+    )
+    assert alone.returncode == 4
+    assert "the wheelhouse has no wheel named nvidia-blas" in alone.stderr
