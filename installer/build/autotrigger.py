@@ -1,0 +1,74 @@
+"""The version auto-trigger anti-pattern: a toolchain version check that turns a switch on."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from installer.build.conditions import cmake_commands, cmake_tokens
+
+_VERSION_OPS = {
+    "VERSION_GREATER_EQUAL",
+    "VERSION_GREATER",
+    "VERSION_EQUAL",
+    "VERSION_LESS",
+    "VERSION_LESS_EQUAL",
+}
+_VERSION_VAR = re.compile(r"CUDA\w*VERSION|CUDA_COMPILER_VERSION|CUDAToolkit_VERSION")
+
+
+@dataclass(frozen=True)
+class AutoTrigger:
+    """A CMake condition that builds for an architecture because the toolchain is new enough."""
+
+    line: int
+    condition: str
+    switch: str
+    kind: str  # "or-switch": if(VERSION OR SWITCH); "sets-switch": if(VERSION) set(SWITCH ON)
+
+    def describe(self) -> str:
+        if self.kind == "or-switch":
+            fix = f"if({self.switch})"
+        else:
+            fix = "if(<version check> AND <target condition>), e.g. AND NOT MSVC"
+        return (
+            f"line {self.line}: if({self.condition}) turns on {self.switch} whenever the CUDA"
+            f" toolkit is new enough, whatever you build for; rewrite as {fix}"
+        )
+
+
+def _has_version_test(tokens: list[str]) -> bool:
+    return any(
+        t in _VERSION_OPS and i > 0 and _VERSION_VAR.search(tokens[i - 1])
+        for i, t in enumerate(tokens)
+    )
+
+
+def find_autotriggers(cmake_text: str) -> list[AutoTrigger]:
+    """Every if()/elseif() that ORs a CUDA version test with a switch, or sets one ON (pure)."""
+    lines = cmake_text.splitlines()
+    out = []
+    for line, cmd, args in cmake_commands(cmake_text):
+        if cmd not in ("if", "elseif"):
+            continue
+        toks = cmake_tokens(args)
+        if not _has_version_test(toks):
+            continue
+        if "OR" in toks:
+            operands = [
+                t
+                for i, t in enumerate(toks)
+                if re.fullmatch(r"[A-Za-z_]\w*", t)
+                and t not in {"OR", "AND", "NOT", *_VERSION_OPS}
+                and not (i + 1 < len(toks) and toks[i + 1] in _VERSION_OPS)
+            ]
+            for sw in operands:
+                out.append(AutoTrigger(line, " ".join(toks), sw, "or-switch"))
+            continue
+        if len(toks) != 3:  # a version test with a platform/target term is deliberate
+            continue
+        body = "\n".join(lines[line : line + 3])
+        m = re.search(r"^\s*set\s*\(\s*(\w+)\s+ON\s*\)", body, re.MULTILINE)
+        if m:
+            out.append(AutoTrigger(line, " ".join(toks), m.group(1), "sets-switch"))
+    return out

@@ -1,0 +1,86 @@
+"""Locating and pinning a recipe's source: archive sha256, tree digest, git commit."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tarfile
+import zipfile
+from pathlib import Path
+
+from installer import proc
+from installer.build.recipe import Source
+from installer.errors import BuildError
+
+_SKIP = {".git", "__pycache__", ".hg", ".svn"}
+_ARCHIVES = (".tar.gz", ".tgz", ".tar.xz", ".tar.bz2", ".tar", ".zip")
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over sorted (POSIX relative path, file sha256) lines; VCS folders left out."""
+    h = hashlib.sha256()
+    files = sorted(
+        p for p in root.rglob("*") if p.is_file() and not _SKIP & set(p.relative_to(root).parts)
+    )
+    for p in files:
+        h.update(f"{p.relative_to(root).as_posix()}\0{file_sha256(p)}\n".encode())
+    return h.hexdigest()
+
+
+def is_archive(path: Path) -> bool:
+    return path.is_file() and path.name.endswith(_ARCHIVES)
+
+
+def _mismatch(what: str, expected: str, found: str, where: Path) -> BuildError:
+    return BuildError(
+        f"the source at {where} does not match the recipe's pinned {what}",
+        details=[f"expected: {expected}", f"found: {found}"],
+        hint="use the pinned source, or update the recipe's pin if the change is intended",
+    )
+
+
+def verify(path: Path, pin: Source) -> dict[str, str]:
+    """Check every pin the recipe sets; return the hashes found (for the build record)."""
+    if not path.exists():
+        raise BuildError(f"source {path} does not exist", hint="pass --source PATH")
+    found: dict[str, str] = {}
+    if is_archive(path):
+        found["sha256"] = file_sha256(path)
+        if pin.sha256 and pin.sha256 != found["sha256"]:
+            raise _mismatch("sha256", pin.sha256, found["sha256"], path)
+        return found
+    found["tree_sha256"] = tree_digest(path)
+    if pin.tree_sha256 and pin.tree_sha256 != found["tree_sha256"]:
+        raise _mismatch("tree_sha256", pin.tree_sha256, found["tree_sha256"], path)
+    if pin.git_commit:
+        head = proc.run(["git", "-C", path, "rev-parse", "HEAD"], what="git rev-parse").stdout
+        found["git_commit"] = head.strip()
+        if not found["git_commit"].startswith(pin.git_commit):
+            raise _mismatch("git commit", pin.git_commit, found["git_commit"], path)
+    return found
+
+
+def materialize(path: Path, dest: Path) -> Path:
+    """A fresh private copy of the source (folder copied, archive unpacked) at ``dest``."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    if is_archive(path):
+        dest.mkdir(parents=True)
+        if path.name.endswith(".zip"):
+            with zipfile.ZipFile(path) as zf:
+                zf.extractall(dest)
+        else:
+            with tarfile.open(path) as tf:
+                tf.extractall(dest, filter="data")
+        entries = list(dest.iterdir())
+        return entries[0] if len(entries) == 1 and entries[0].is_dir() else dest
+    shutil.copytree(path, dest, ignore=shutil.ignore_patterns(*_SKIP, "build", "dist"))
+    return dest
