@@ -604,6 +604,16 @@ def why(
     _emit(as_json, data, text)
 
 
+def _register_subcommands() -> None:
+    """Commands that live in their own subpackages, added to the group here."""
+    from installer.build.cli import build
+
+    cli.add_command(build)
+
+
+_register_subcommands()
+
+
 def main() -> None:
     cli(prog_name="wh")
 

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,16 +88,34 @@ def test_build_record_beside_wheel(built: tuple[Path, str]) -> None:
 
 
 @needs_nvcc
-def test_imports_in_fresh_venv_without_gpu(built: tuple[Path, str], tmp_path: Path) -> None:
+def test_wh_install_then_import_without_gpu(built: tuple[Path, str], tmp_path: Path) -> None:
+    """The built wheel is locked and installed by `wh install` like any other wheel."""
+    from tests.fixtures import make_venv, run_wh
+
     wheel, _ = built
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-    py = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "CUDA_VISIBLE"))}
-    env["PIP_CONFIG_FILE"] = os.devnull
-    install = [py, "-m", "pip", "install", "--no-deps", "--no-index", "--isolated", wheel]
-    subprocess.run(install, check=True, env=env, capture_output=True)
+    py = make_venv(tmp_path / "venv")
+    lock = tmp_path / "pylock.toml"
+    r = run_wh(
+        "install",
+        "-r",
+        "whdemo-kernel",
+        "--wheelhouse",
+        wheel.parent,
+        "--python",
+        py,
+        "--lockfile",
+        lock,
+        "--check-import",
+        "whdemo_kernel",
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok   import whdemo_kernel" in r.stdout
+    lock_text = lock.read_text()
+    assert "[tool.wh.build-records" in lock_text and "whdemo-kernel" in lock_text
+    scanned = run_wh("scan", "--wheelhouse", wheel.parent)
+    assert "[built locally]" in scanned.stdout
     code = "import whdemo_kernel as k; print(sorted(k.__all__), k.__version__)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUDA_VISIBLE")}
     done = subprocess.run(
         [py, "-c", code],
         env={**env, "CUDA_VISIBLE_DEVICES": ""},
