@@ -299,3 +299,51 @@ def test_installed_distributions_satisfy_requirements(
     )
     assert alone.returncode == 4
     assert "the wheelhouse has no wheel named nvidia-blas" in alone.stderr
+
+
+def test_verify_warns_when_the_launch_needs_what_the_build_lacks(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    """unlimited-ocr launches with FA3: a kernel built without the fa3 variant is flagged."""
+    house = tmp_path / "wheelhouse"
+    wheel = make_wheel(house, "kern", "0.4.3")
+    record = {"recipe": {"name": "sgl-kernel"}, "variant": {}, "provides": ["sgl_kernel"]}
+    wheel.with_name(wheel.name + ".build.json").write_text(json.dumps(record))
+    (tmp_path / "wh.toml").write_text(
+        '[profile.p]\nrequirements = ["kern"]\nneeds = ["flash_ops"]\n'
+    )
+    python = new_venv()
+    r = run_wh(
+        "install",
+        "p",
+        "--wheelhouse",
+        house,
+        "--python",
+        python,
+        "--lockfile",
+        tmp_path / "l.toml",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "warn the profile's launch needs 'flash_ops'" in r.stdout
+    assert "--variant fa3" in r.stdout
+    # once a build provides it, the warning is gone
+    record["provides"] = ["sgl_kernel", "flash_ops"]
+    wheel.with_name(wheel.name + ".build.json").write_text(json.dumps(record))
+    assert (
+        run_wh(
+            "lock",
+            "p",
+            "--wheelhouse",
+            house,
+            "--python",
+            python,
+            "--lockfile",
+            tmp_path / "l.toml",
+            cwd=tmp_path,
+        ).returncode
+        == 0
+    )
+    again = run_wh("verify", "p", "--python", python, "--lockfile", tmp_path / "l.toml")
+    assert again.returncode == 0, again.stderr
+    assert "flash_ops" not in again.stdout
