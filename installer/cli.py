@@ -123,6 +123,12 @@ def profile_options(f: F) -> F:
             help="Root requirement (repeatable).",
         ),
         click.option(
+            "--extra-requirement",
+            "extra_requirements",
+            multiple=True,
+            help="A requirement no metadata declares, e.g. 'kernels==0.11.7' (repeatable).",
+        ),
+        click.option(
             "--override",
             "overrides",
             multiple=True,
@@ -167,12 +173,13 @@ def _profile(kw: dict[str, Any]) -> Profile:
     name = kw["profile_name"]
     if name:
         base = load_profile(name, [*kw["configs"], *default_search(Path.cwd())])
-    elif kw["requirements"]:
+    elif kw["requirements"] or kw["extra_requirements"]:
         base = Profile(name="cli")
     else:
         raise click.UsageError("name a PROFILE or pass --requirement")
     return base.with_flags(
         requirements=kw["requirements"],
+        extra_requirements=kw["extra_requirements"],
         overrides=kw["overrides"],
         protections=kw["protections"],
         imports=kw["imports"],

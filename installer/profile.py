@@ -91,6 +91,7 @@ class Profile:
         self,
         *,
         requirements: Iterable[str] = (),
+        extra_requirements: Iterable[str] = (),
         overrides: Iterable[str] = (),
         protections: Iterable[str] = (),
         imports: Iterable[str] = (),
@@ -112,6 +113,11 @@ class Profile:
             self,
             requirements=self.requirements
             + tuple(_req(t, where, "--requirement") for t in requirements),
+            extras=self.extras
+            + tuple(
+                Extra(_req(t, where, "--extra-requirement"), "given on the command line")
+                for t in extra_requirements
+            ),
             overrides=tuple(over[k] for k in sorted(over)),
             protections=tuple(prot[k] for k in sorted(prot)),
             checks=Checks(

@@ -186,7 +186,16 @@ def test_sglang_with_override_installs_in_order(
     assert failed and all("sgl_kernel" in m or "CUDA" in m for m in failed)
 
 
-def test_copy_mode_installs_real_copies(tmp_path: Path, new_venv: Callable[..., Path]) -> None:
+@pytest.mark.parametrize(("mode", "linked"), [("copy", False), ("hardlink", True)])
+def test_link_mode_decides_copies_or_links(
+    tmp_path: Path,
+    new_venv: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    linked: bool,
+) -> None:
+    """Copy mode gives files of their own; hardlink mode shares uv's cache (the control)."""
+    monkeypatch.setenv("WH_UV_CACHE_DIR", str(tmp_path / "uv-cache"))  # same filesystem
     house = tmp_path / "wheelhouse"
     make_wheel(house, "lib", "1.0", files={"lib/__init__.py": b"X = 1\n" * 100})
     python = new_venv()
@@ -194,6 +203,8 @@ def test_copy_mode_installs_real_copies(tmp_path: Path, new_venv: Callable[..., 
         "install",
         "-r",
         "lib",
+        "--extra-requirement",
+        "lib>=1",
         "--wheelhouse",
         house,
         "--python",
@@ -202,10 +213,14 @@ def test_copy_mode_installs_real_copies(tmp_path: Path, new_venv: Callable[..., 
         tmp_path / "l.toml",
         "--check-import",
         "lib",
+        "--link-mode",
+        mode,
+        "--backend",
+        "uv",
     )
     assert r.returncode == 0, r.stderr
     installed = next(python.parent.parent.rglob("site-packages/lib/__init__.py"))
-    assert installed.stat().st_nlink == 1
+    assert (installed.stat().st_nlink > 1) is linked
 
 
 def test_install_with_no_network(tmp_path: Path, new_venv: Callable[..., Path]) -> None:
