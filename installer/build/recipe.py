@@ -77,6 +77,7 @@ class Recipe:
     imports: tuple[str, ...]
     provides: tuple[str, ...]
     registration: RegistrationCheck | None
+    check_env: str
     variants: Mapping[str, Variant]
     platforms: tuple[str, ...]
     file: Path | None = None
@@ -201,6 +202,7 @@ def parse_recipe(data: Mapping[str, Any], *, file: Path | None = None, sha256: s
         env=_defines(data.get("env", {}), "[env]"),
         patches=_patches(data.get("patches", []), "[[patches]]"),
         imports=_strs(_table(data, "checks", where).get("imports", []), "[checks].imports"),
+        check_env=_check_env(_table(data, "checks", where).get("environment", "isolated")),
         provides=_strs(head.get("provides", []), "[recipe].provides"),
         registration=registration,
         variants=variants,
@@ -208,6 +210,17 @@ def parse_recipe(data: Mapping[str, Any], *, file: Path | None = None, sha256: s
         file=file,
         file_sha256=sha256,
     )
+
+
+def _check_env(value: Any) -> str:
+    """Where import checks run: ``isolated`` (a fresh venv with only the wheel) or ``build``
+    (the interpreter that built it, for extensions that import torch at load time)."""
+    if value not in ("isolated", "build"):
+        raise BuildError(
+            f"[checks].environment must be 'isolated' or 'build', not {value!r}",
+            hint="use 'build' when the module imports packages of the build environment",
+        )
+    return str(value)
 
 
 def parse_choices(items: Sequence[str]) -> dict[str, bool]:

@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 import tempfile
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,21 +150,35 @@ def check_wheel_name(wheel: Path, eff: Effective, tc: Toolchain) -> None:
         )
 
 
-def import_check(wheel: Path, modules: Sequence[str], scratch: Path) -> None:
-    """Install the wheel alone into a fresh venv and import each module there."""
+def import_check(
+    wheel: Path, modules: Sequence[str], scratch: Path, environment: str = "isolated"
+) -> None:
+    """Import each module from the built wheel.
+
+    ``isolated``: the wheel alone in a fresh venv. ``build``: the wheel unpacked first on
+    ``sys.path`` of the build interpreter, whose packages (torch) the extension loads.
+    """
     if not modules:
         return
-    venv = scratch / "venv"
-    proc.run([sys.executable, "-m", "venv", "--clear", venv], what="python -m venv")
-    py = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    env = proc.clean_env()
-    proc.run(
-        [py, "-m", "pip", "install", "--no-deps", "--no-index", "--isolated", wheel],
-        env=env,
-        what="pip install",
-    )
+    prefix: list[str] = []
+    if environment == "build":
+        unpacked = scratch / "unpacked"
+        with zipfile.ZipFile(wheel) as zf:
+            zf.extractall(unpacked)
+        py = Path(sys.executable)
+        prefix = [f"import sys; sys.path.insert(0, {str(unpacked)!r}); "]
+    else:
+        venv = scratch / "venv"
+        proc.run([sys.executable, "-m", "venv", "--clear", venv], what="python -m venv")
+        py = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+        proc.run(
+            [py, "-m", "pip", "install", "--no-deps", "--no-index", "--isolated", wheel],
+            env=proc.clean_env(),
+            what="pip install",
+        )
     for mod in modules:
-        done = proc.run([py, "-c", f"import {mod}"], check=False, what=f"import {mod}")
+        code = "".join(prefix) + f"import {mod}"
+        done = proc.run([py, "-c", code], check=False, what=f"import {mod}")
         if done.returncode != 0:
             raise BuildError(
                 f"the built wheel installs but `import {mod}` fails",
@@ -229,7 +244,7 @@ def build(opts: Options) -> Report:
         {"binary": r.binary, "sass": sorted(r.sass), "ptx": sorted(r.ptx)} for r in reports
     ]
     with tempfile.TemporaryDirectory(prefix="wh-import-") as tmp:
-        import_check(wheel, recipe.imports, Path(tmp))
+        import_check(wheel, recipe.imports, Path(tmp), recipe.check_env)
     opts.wheelhouse.mkdir(parents=True, exist_ok=True)
     final = opts.wheelhouse.resolve() / wheel.name
     shutil.copy2(wheel, final)

@@ -156,3 +156,20 @@ def test_unknown_recipe_and_variant_are_build_errors() -> None:
     assert "shipped recipes: sgl-kernel" in result.output
     result = CliRunner().invoke(build, ["sgl-kernel", "--variant", "fa4", "--check"])
     assert result.exit_code == 11 and "has no variant fa4" in result.output
+
+
+def test_import_check_environments(tmp_path: Path) -> None:
+    """An extension that imports a build-environment package (as sgl_kernel imports torch)
+    fails the isolated check and passes the 'build' one; a broken module fails both."""
+    from installer.build.runner import import_check
+    from tests.factory import make_wheel
+
+    needs_click = make_wheel(
+        tmp_path / "w", "needsclick", "1.0", files={"needsclick/__init__.py": b"import click\n"}
+    )
+    with pytest.raises(BuildError, match="`import needsclick` fails"):
+        import_check(needs_click, ["needsclick"], tmp_path / "a", "isolated")
+    import_check(needs_click, ["needsclick"], tmp_path / "b", "build")
+    broken = make_wheel(tmp_path / "x", "broken", "1.0", files={"broken/__init__.py": b"1/0\n"})
+    with pytest.raises(BuildError, match="`import broken` fails"):
+        import_check(broken, ["broken"], tmp_path / "c", "build")
