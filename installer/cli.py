@@ -621,6 +621,83 @@ def _register_subcommands() -> None:
 _register_subcommands()
 
 
+# -- air-gapped workstations and fleets: fetch, bundle, index (logic in fetch/bundle/index) --
+
+
+def _fetch_targets(kw: dict[str, Any]) -> list[Any]:
+    from installer.workflow import TargetSpec
+
+    platforms, versions = kw["platforms"], kw["python_versions"]
+    if bool(platforms) != bool(versions):
+        raise click.UsageError("a declared target needs --platform and --python-version")
+    targets = [TargetSpec(None, p, v).resolve() for p in platforms for v in versions]
+    if kw["python"] or not targets:
+        targets.append(TargetSpec(kw["python"]).resolve())
+    return targets
+
+
+@cli.command()
+@common
+@profile_options
+@wheelhouse_option
+@click.option(
+    "--python", "python", type=click.Path(path_type=Path), help="Fetch for a live interpreter."
+)
+@click.option(
+    "--platform", "platforms", multiple=True, help="Declared platform, e.g. win_amd64 (repeat)."
+)
+@click.option(
+    "--python-version", "python_versions", multiple=True, help="Declared Python, e.g. 3.12."
+)
+@click.option(
+    "--index",
+    "index_pins",
+    multiple=True,
+    help="Take one package from its own index: NAME=URL (repeatable).",
+)
+def fetch(
+    as_json: bool, verbose: int, wheelhouse: Path, index_pins: tuple[str, ...], **kw: Any
+) -> None:
+    """Download binary wheels for PROFILE's closure into the wheelhouse (online machine)."""
+    from installer.errors import WheelhouseError
+    from installer.fetch import fetch as do_fetch
+    from installer.fetch import parse_index_option
+
+    profile = _profile(kw)
+    targets = _fetch_targets(kw)
+    with _hooks(as_json) as hooks:
+        report = do_fetch(
+            profile,
+            wheelhouse,
+            targets,
+            indexes=parse_index_option(index_pins),
+            status=hooks.status,
+        )
+    data = {
+        "wheelhouse": str(wheelhouse),
+        "downloaded": report.downloaded,
+        "kept": report.kept,
+        "missing": [m.__dict__ for m in report.missing],
+        "resolutions": {t: r.versions() for t, r in report.resolutions.items()},
+    }
+
+    def text() -> None:
+        click.echo(f"downloaded {len(report.downloaded)} wheel(s) into {wheelhouse}")
+        for t, r in report.resolutions.items():
+            click.echo(f"complete for {t}: {len(r.packages)} package(s)")
+        for k in report.kept:
+            click.echo(f"kept: {k}")
+
+    _emit(as_json, data, text)
+    if report.missing:
+        raise WheelhouseError(
+            f"{len(report.missing)} requirement(s) cannot be had as wheels",
+            details=[str(m) for m in report.missing],
+            hint="build what is missing with `wh build` (or pin its index with --index "
+            "NAME=URL), then run `wh fetch` again: present wheels are not downloaded twice",
+        )
+
+
 def main() -> None:
     cli(prog_name="wh")
 

@@ -82,6 +82,7 @@ class Profile:
     checks: Checks = field(default_factory=Checks)
     needs: tuple[str, ...] = ()
     source: str = "<flags>"
+    indexes: tuple[tuple[NormalizedName, str], ...] = ()  # package -> index URL, for `wh fetch`
 
     @property
     def roots(self) -> tuple[Requirement, ...]:
@@ -174,6 +175,7 @@ _KEYS = {
     "backend",
     "checks",
     "needs",
+    "indexes",
 }
 
 
@@ -246,6 +248,12 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
     if not isinstance(imports, list) or not all(isinstance(x, str) for x in imports):
         raise ProfileError(f"{where}: checks.imports must be a list of module names")
     needs = data.get("needs", [])
+    indexes = data.get("indexes", {})
+    if not isinstance(indexes, dict) or not all(isinstance(v, str) for v in indexes.values()):
+        raise ProfileError(
+            f"{where}: indexes must be a table of package = index URL",
+            hint='write indexes = { torch = "https://download.pytorch.org/whl/cu130" }',
+        )
     return Profile(
         name=name,
         description=str(data.get("description", "")),
@@ -258,6 +266,7 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
         checks=Checks(tuple(imports), tuple(snippets)),
         needs=tuple(str(n) for n in needs),
         source=source,
+        indexes=tuple(sorted((canonicalize_name(k), v) for k, v in indexes.items())),
     )
 
 
