@@ -698,6 +698,35 @@ def fetch(
         )
 
 
+@cli.command("index")
+@common
+@wheelhouse_option
+def index_cmd(as_json: bool, verbose: int, wheelhouse: Path) -> None:
+    """Turn the wheelhouse into a static package index (serve the folder, use /simple/)."""
+    from installer.simpleindex import build_index
+
+    result = build_index(wheelhouse)
+    data = {
+        "index": str(result.root),
+        "projects": {n: [f.filename for f in fs] for n, fs in result.projects.items()},
+        "written": [str(p) for p in result.written],
+        "removed": [str(p) for p in result.removed],
+        "excluded": [str(p) for p in result.problems],
+    }
+
+    def text() -> None:
+        files = sum(len(fs) for fs in result.projects.values())
+        click.echo(
+            f"indexed {len(result.projects)} project(s), {files} wheel(s) in {result.root}: "
+            f"{len(result.written)} file(s) written, {len(result.removed)} removed"
+        )
+        for p in result.problems:
+            click.echo(f"excluded {p}")
+        click.echo(f"serve {wheelhouse} and use --index-url http://HOST/simple/")
+
+    _emit(as_json, data, text)
+
+
 def main() -> None:
     cli(prog_name="wh")
 
