@@ -412,6 +412,11 @@ def lock(
     show_default=True,
     help="Seconds to wait for another wh installing into the same environment.",
 )
+@click.option(
+    "--bundle",
+    type=click.Path(path_type=Path),
+    help="Install a `wh bundle` archive or unpacked folder (verified first; implies --locked).",
+)
 def install(
     as_json: bool,
     verbose: int,
@@ -420,6 +425,7 @@ def install(
     dry_run: bool,
     reinstall: bool,
     lock_timeout: float,
+    bundle: Path | None,
     **kw: Any,
 ) -> None:
     """Lock PROFILE (unless --locked) and install it, offline, in dependency order."""
@@ -432,6 +438,15 @@ def install(
             "install needs a live interpreter, not a declared target",
             hint="use --python PATH (lock for a declared target with `wh lock`)",
         )
+    if bundle is not None:
+        from installer.bundle import open_bundle
+
+        kw["lockfile"] = open_bundle(
+            bundle,
+            on_close=click.get_current_context().call_on_close,
+            status=lambda m: None if as_json else click.echo(f"· {m}", err=True),
+        )
+        locked = True
     python = kw["python"] or default_python()
     if locked:
         if not (kw["profile_name"] or kw["lockfile"]):
@@ -723,6 +738,60 @@ def index_cmd(as_json: bool, verbose: int, wheelhouse: Path) -> None:
         for p in result.problems:
             click.echo(f"excluded {p}")
         click.echo(f"serve {wheelhouse} and use --index-url http://HOST/simple/")
+
+    _emit(as_json, data, text)
+
+
+@cli.command()
+@common
+@profile_options
+@wheelhouse_option
+@target_options
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Bundle file: .zip (default), .tar or .tar.gz.",
+)
+@click.option(
+    "--wh-wheels",
+    type=click.Path(path_type=Path),
+    help="Folder with wh's wheel and its dependencies for the target "
+    "(default: build wh from its source tree and fetch its dependencies).",
+)
+def bundle(
+    as_json: bool,
+    verbose: int,
+    wheelhouse: Path,
+    output: Path,
+    wh_wheels: Path | None,
+    **kw: Any,
+) -> None:
+    """Write one archive to install PROFILE offline: lock, wheels, wh, manifest, scripts."""
+    from installer.bundle import make_bundle
+
+    profile = _profile(kw)
+    with _hooks(as_json) as hooks:
+        result = make_bundle(profile, wheelhouse, _spec(kw), output, hooks, tool_wheels=wh_wheels)
+    data = {
+        "bundle": str(result.path),
+        "lock": result.lock_name,
+        "packages": list(result.packages),
+        "wh_wheels": list(result.tool_wheels),
+        "files": result.files,
+        "size": result.size,
+        "sha256": result.sha256,
+    }
+
+    def text() -> None:
+        click.echo(
+            f"wrote {result.path}: {len(result.packages)} locked wheel(s), "
+            f"{len(result.tool_wheels)} wheel(s) for wh, {result.files} file(s), "
+            f"{result.size:,} bytes"
+        )
+        click.echo(f"sha256 {result.sha256}  (compare it on the offline machine)")
+        click.echo("offline: unpack it, then run install.ps1 (Windows) or install.sh")
 
     _emit(as_json, data, text)
 
