@@ -1,0 +1,221 @@
+"""wh bundle: contents, manifest, tamper detection, and an offline bootstrap in a netns."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from packaging.requirements import Requirement
+
+from installer import __version__
+from installer.bundle import MANIFEST, extract, make_bundle, open_bundle, write_manifest
+from installer.cli import cli
+from installer.errors import LockError
+from installer.profile import Checks, Profile
+from installer.workflow import Hooks, TargetSpec
+from tests.factory import make_wheel
+
+PROFILE = Profile(
+    name="demo",
+    requirements=(Requirement("demo-app"),),
+    checks=Checks(imports=("demo_app",)),
+)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _wheelhouse(tmp: Path) -> Path:
+    house = tmp / "wheelhouse"
+    house.mkdir()
+    make_wheel(house, "demo-app", "1.0", ["demo-lib>=1"])
+    make_wheel(house, "demo-lib", "1.0")
+    make_wheel(house, "demo-lib", "0.9")
+    make_wheel(house, "unrelated", "1.0")
+    return house
+
+
+def _bundle(tmp: Path, name: str = "demo.zip") -> Path:
+    """A bundle for this interpreter, with a stand-in wh wheel (no index needed)."""
+    tool = tmp / "tool"
+    tool.mkdir(exist_ok=True)
+    make_wheel(tool, "wh", __version__)
+    out = tmp / name
+    make_bundle(
+        PROFILE,
+        _wheelhouse(tmp),
+        TargetSpec(Path(sys.executable)),
+        out,
+        Hooks(),
+        tool_wheels=tool,
+    )
+    return out
+
+
+def test_bundle_holds_exactly_the_lock_and_a_manifest(tmp_path: Path) -> None:
+    out = _bundle(tmp_path)
+    with zipfile.ZipFile(out) as zf:
+        names = sorted(zf.namelist())
+        sums = zf.read(f"demo/{MANIFEST}").decode()
+        mode = zf.getinfo("demo/install.sh").external_attr >> 16
+    assert names == [
+        "demo/SHA256SUMS",
+        "demo/bundle.txt",
+        "demo/install.ps1",
+        "demo/install.sh",
+        "demo/pylock.demo.toml",
+        f"demo/wh/wh-{__version__}-py3-none-any.whl",
+        "demo/wheels/demo_app-1.0-py3-none-any.whl",
+        "demo/wheels/demo_lib-1.0-py3-none-any.whl",
+    ]
+    assert mode & 0o111
+    listed = sorted(line.split("  ", 1)[1] for line in sums.splitlines())
+    assert listed == sorted(n.removeprefix("demo/") for n in names if not n.endswith(MANIFEST))
+    # deterministic: the same inputs give the same bytes
+    again = tmp_path / "again"
+    again.mkdir()
+    assert _bundle(again).read_bytes() == out.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["demo.zip", "demo.tar.gz"])
+def test_open_bundle_verifies_and_finds_the_lock(tmp_path: Path, name: str) -> None:
+    out = _bundle(tmp_path, name)
+    closers: list[object] = []
+    lock = open_bundle(out, on_close=closers.append)
+    assert lock.name == "pylock.demo.toml" and lock.is_file()
+    assert len(closers) == 1
+
+
+def _tampered_zip(src: Path, dst: Path, member: str) -> None:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for zi in zin.infolist():
+            data = zin.read(zi)
+            if zi.filename == member:
+                data = data[:-30] + bytes(30)  # same size, other bytes
+            zout.writestr(zi, data)
+
+
+def _venv(tmp: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp)], check=True)
+    return tmp / "bin" / "python"
+
+
+def _has(python: Path, module: str) -> bool:
+    done = subprocess.run([str(python), "-c", f"import {module}"], cwd=python.parent, check=False)
+    return done.returncode == 0
+
+
+def test_tampered_wheel_in_bundle_is_refused_before_install(tmp_path: Path) -> None:
+    out = _bundle(tmp_path)
+    bad = tmp_path / "bad.zip"
+    _tampered_zip(out, bad, "demo/wheels/demo_lib-1.0-py3-none-any.whl")
+    python = _venv(tmp_path / "venv")
+    result = CliRunner().invoke(
+        cli, ["install", "--bundle", str(bad), "--python", str(python)], catch_exceptions=False
+    )
+    assert result.exit_code == 5, result.output
+    assert "wheels/demo_lib-1.0-py3-none-any.whl: sha256" in result.output
+    assert "nothing was installed" in result.output
+    assert not _has(python, "demo_lib") and not _has(python, "demo_app")
+    # the untampered bundle installs into the same environment
+    good = CliRunner().invoke(cli, ["install", "--bundle", str(out), "--python", str(python)])
+    assert good.exit_code == 0, good.output
+    assert _has(python, "demo_app")
+
+
+def test_tampering_with_wheel_and_manifest_is_caught_by_the_lock(tmp_path: Path) -> None:
+    out = _bundle(tmp_path)
+    root = tmp_path / "unpacked"
+    extract(out, root)
+    folder = root / "demo"
+    wheel = folder / "wheels" / "demo_lib-1.0-py3-none-any.whl"
+    data = wheel.read_bytes()
+    wheel.write_bytes(data[:-30] + bytes(30))
+    write_manifest(folder)  # the tamperer also rewrote SHA256SUMS
+    open_bundle(folder, on_close=lambda f: None)  # the manifest alone now agrees
+    python = _venv(tmp_path / "venv")
+    result = CliRunner().invoke(cli, ["install", "--bundle", str(folder), "--python", str(python)])
+    assert result.exit_code == 5, result.output
+    assert "do not match" in result.output and not _has(python, "demo_lib")
+
+
+def test_unlisted_wheel_and_unsafe_archive_entries_are_refused(tmp_path: Path) -> None:
+    out = _bundle(tmp_path)
+    root = tmp_path / "unpacked"
+    extract(out, root)
+    shutil.copy(root / "demo/wheels/demo_lib-1.0-py3-none-any.whl", root / "demo/wheels/x.whl")
+    with pytest.raises(LockError, match="1 file"):
+        open_bundle(root / "demo", on_close=lambda f: None)
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("../escape.txt", b"x")
+    with pytest.raises(LockError, match="unsafe"):
+        extract(evil, tmp_path / "out")
+    assert not (tmp_path / "escape.txt").exists()
+
+
+# -- the real thing: wh built and its dependencies fetched, installed with no network ---------
+
+
+def _netns_ok() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    return subprocess.run(["unshare", "-n", "true"], check=False).returncode == 0
+
+
+@pytest.mark.network
+@pytest.mark.slow
+def test_bootstrap_installs_offline_in_a_network_namespace(tmp_path: Path) -> None:
+    if not _netns_ok():
+        pytest.skip("cannot create a network namespace here (`unshare -n` needs root)")
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    house = _wheelhouse(tmp_path)
+    out = tmp_path / "demo.zip"
+    made = CliRunner().invoke(
+        cli,
+        [
+            "bundle",
+            "-r",
+            "demo-app",
+            "--check-import",
+            "demo_app",
+            "--wheelhouse",
+            str(house),
+            "--python",
+            str(base),
+            "-o",
+            str(out),
+        ],
+    )
+    assert made.exit_code == 0, made.output
+    with zipfile.ZipFile(out) as zf:
+        tool = {n.split("/")[-1].split("-")[0] for n in zf.namelist() if "/wh/" in n}
+    assert {"wh", "uv", "pip", "click", "packaging"} <= tool
+    unpacked = tmp_path / "offline"
+    extract(out, unpacked)
+    target = tmp_path / "target-venv"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "VIRTUAL"))}
+    env.update(PYTHON=str(base), WH_CACHE_DIR=str(tmp_path / "offline-cache"))
+    env["PATH"] = "/usr/bin:/bin"
+    done = subprocess.run(
+        ["unshare", "-n", "sh", str(unpacked / "demo" / "install.sh"), str(target)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "bundle manifest verified" in done.stderr
+    assert "verification passed" in done.stdout
+    py = target / "bin" / "python"
+    assert _has(py, "demo_app") and _has(py, "demo_lib")
+    assert not _has(py, "installer")  # wh lives in its own venv, not in the target
