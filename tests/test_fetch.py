@@ -23,6 +23,11 @@ from tests.factory import make_wheel
 WIN = declared("win_amd64", "3.12")
 
 
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+
+
 def _wants(tmp: Path, roots: list[str], **kw: object) -> list[str]:
     wheels = scan(tmp, use_cache=False).wheels
     _chosen, wants = walk(wheels, WIN, [Requirement(r) for r in roots], **kw)  # type: ignore[arg-type]
