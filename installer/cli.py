@@ -473,6 +473,11 @@ def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
     if name is None and not kw["lockfile"]:
         raise click.UsageError("name a PROFILE or pass --lockfile")
     path = kw["lockfile"] or lockmod.default_path(str(name))
+    from installer.safeguard import recover_env
+
+    recovered = recover_env(python or default_python())  # a killed install is rolled back
+    if recovered:
+        click.echo(recovered, err=True)
     findings = verify_env(lockmod.read(path), python or default_python())
     _emit(
         as_json,
@@ -562,6 +567,15 @@ def why(
                 click.echo(f"  {line}")
 
     _emit(as_json, data, text)
+
+
+def _register() -> None:
+    from installer.recovery_cli import recover
+
+    cli.add_command(recover)
+
+
+_register()
 
 
 def main() -> None:
