@@ -21,7 +21,7 @@ import re
 import stat
 import zipfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -35,6 +35,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from installer.errors import WheelhouseError
+from installer.wheelfile import Wheel
 
 # RECORD may not hash itself or its signatures.
 _UNHASHED = ("RECORD", "RECORD.jws", "RECORD.p7s")
@@ -268,4 +269,39 @@ def check_wheels(paths: Sequence[Path], limits: Limits = LIMITS) -> None:
             details=[f"{p.name}: {msg}" for p, ps in bad for msg in ps],
             hint="replace these wheels with sound builds (never install a wheel whose RECORD "
             "does not match its contents)",
+        )
+
+
+def ambiguous(wheels: Sequence[Wheel], names: Collection[str] | None = None) -> list[str]:
+    """Different files claiming one identity: same name, version, build and a shared tag.
+
+    ``aaa-1.0-py3-none-any.whl`` and ``aaa-1.0.0-py3-none-any.whl`` (or ``AAA-1.0-...``) are
+    the same wheel to an installer, yet their bytes differ: which one a lock picks would
+    depend on how the folder sorts. A different build tag is no ambiguity (the higher build
+    wins, PEP 427). Only ``names`` are checked when given.
+    """
+    groups: dict[tuple[str, Version, tuple[int, str] | tuple[()]], list[Wheel]] = {}
+    for w in wheels:
+        if names is None or w.name in names:
+            groups.setdefault((w.name, w.version, w.build), []).append(w)
+    out: list[str] = []
+    for (name, version, _b), ws in sorted(groups.items(), key=lambda kv: kv[0][:2]):
+        for i, a in enumerate(ws):
+            for b in ws[i + 1 :]:
+                if a.tags & b.tags and a.sha256 != b.sha256:
+                    out.append(
+                        f"{name} {version}: {a.filename} and {b.filename} are different files "
+                        "for the same name, version and tag"
+                    )
+    return out
+
+
+def refuse_ambiguous(wheels: Sequence[Wheel], names: Collection[str] | None = None) -> None:
+    found = ambiguous(wheels, names)
+    if found:
+        raise WheelhouseError(
+            f"{len(found)} ambiguous wheel(s) in the wheelhouse; nothing was locked",
+            details=found,
+            hint="keep exactly one file per name, version and tag (or give the rebuild a "
+            "higher build tag)",
         )

@@ -28,6 +28,7 @@ from installer.profile import Profile
 from installer.resolve import Resolution, resolve
 from installer.scan import Wheelhouse, scan
 from installer.target import Target, declared
+from installer.validate import refuse_ambiguous
 from installer.verify import Finding, closure, protections, run_checks
 
 
@@ -142,6 +143,7 @@ def do_lock(
         pins=pins,
         prereleases=prereleases,
     )
+    refuse_ambiguous(wh.wheels, set(resolution.packages))  # reliability: one file per identity
     missing = sorted(absent & set(resolution.packages))
     if missing and env is not None:
         name = missing[0]
