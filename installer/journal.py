@@ -132,7 +132,7 @@ def plan_record(
             if t.base in schemes.site_dirs() and len(t.path.relative_to(t.base).parts) == 1:
                 cache = t.base / "__pycache__"
                 roots.setdefault(key(cache), cache)
-        for s in lay.scripts:
+        for s in (*lay.scripts, *lay.scratch):
             roots.setdefault(key(s), s)
     # a root inside another root is covered by the outer listing
     ordered = sorted(roots.values(), key=lambda p: len(p.parts))

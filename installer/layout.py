@@ -61,6 +61,8 @@ class WheelLayout:
     wheel: Path
     files: tuple[Target, ...]
     scripts: tuple[Path, ...]
+    # where a backend may stage files while installing (uv unpacks NAME-VERSION.data there)
+    scratch: tuple[Path, ...] = ()
 
 
 def real(p: Path) -> Path:
@@ -109,7 +111,9 @@ def layout(wheel: Path, schemes: Schemes) -> WheelLayout:
     for script in _script_names(entry_points):
         for suffix in ("", ".exe", "-script.py", ".cmd"):
             scripts.append(schemes.scripts / (script + suffix))
-    return WheelLayout(name, wheel, tuple(files), tuple(scripts))
+    data_dir = data_prefix.rstrip("/")
+    scratch = tuple(site / data_dir for site in schemes.site_dirs())
+    return WheelLayout(name, wheel, tuple(files), tuple(scripts), scratch)
 
 
 def _script_names(entry_points: bytes) -> Iterator[str]:

@@ -183,9 +183,7 @@ def unlisted_file(d: Path) -> Path:
 def record_escape(d: Path) -> Path:
     di = "evil-1.0.dist-info"
     row = f"../../../bin/evil,{record_hash(b'')},0"
-    return write_zip(
-        d / "evil-1.0-py3-none-any.whl", with_record(members(), di, extra_rows=[row])
-    )
+    return write_zip(d / "evil-1.0-py3-none-any.whl", with_record(members(), di, extra_rows=[row]))
 
 
 def record_md5(d: Path) -> Path:
