@@ -232,9 +232,16 @@ class Transaction:
         return txn
 
     def commit(self) -> None:
+        """Mark the install done (the point of no return), then drop the backups."""
+        self.mark_committed()
+        self.finish()
+
+    def mark_committed(self) -> None:
         self.record = replace(self.record, state="committed")
         _write(self.dir, self.record)
-        shutil.rmtree(self.dir)
+
+    def finish(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def rollback(self) -> None:
         rollback(self.dir, self.record)
@@ -343,21 +350,33 @@ def transaction(
     """All-or-nothing: any exception (or KeyboardInterrupt) in the block rolls back."""
     record = plan_record(schemes, prefix, layouts, replaced, description, extra_roots)
     keep = [*schemes.site_dirs(), schemes.scripts, schemes.data]
-    txn = Transaction.begin(prefix, record, keep)
+    try:
+        txn = Transaction.begin(prefix, record, keep)
+    except OSError as exc:  # e.g. a file in use on Windows; begin() already rolled back
+        raise InstallError(
+            f"could not move aside the files this install replaces ({exc}); nothing was changed",
+            hint="close programs using the environment, free disk space, and retry",
+        ) from exc
     try:
         yield txn
+        txn.mark_committed()  # a full disk here still rolls back: all or nothing
     except BaseException as exc:
         try:
             txn.rollback()
         except OSError as rb:
             raise InstallError(
-                f"the install failed ({exc}) and rolling back failed too ({rb})",
+                f"the install failed ({exc!r}) and rolling back failed too ({rb})",
                 hint="free the disk or fix permissions, then run `wh recover --python PATH`",
             ) from exc
         if isinstance(exc, WhError):
             exc.details = (*exc.details, "the environment was restored to its state before")
+        elif isinstance(exc, OSError):
+            raise InstallError(
+                f"the install failed: {exc}; the environment was restored to its state before",
+                hint="free disk space or fix permissions, then retry",
+            ) from exc
         raise
-    txn.commit()
+    txn.finish()
 
 
 def fault_point(batch: int) -> None:
