@@ -123,6 +123,12 @@ def profile_options(f: F) -> F:
             help="Root requirement (repeatable).",
         ),
         click.option(
+            "--allow-overwrite",
+            "allow_overwrite",
+            multiple=True,
+            help="A distribution allowed to overwrite (or be overwritten by) another's files.",
+        ),
+        click.option(
             "--extra-requirement",
             "extra_requirements",
             multiple=True,
@@ -180,6 +186,7 @@ def _profile(kw: dict[str, Any]) -> Profile:
     return base.with_flags(
         requirements=kw["requirements"],
         extra_requirements=kw["extra_requirements"],
+        allow_overwrite=kw["allow_overwrite"],
         overrides=kw["overrides"],
         protections=kw["protections"],
         imports=kw["imports"],
@@ -535,6 +542,11 @@ def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
     if name is None and not kw["lockfile"]:
         raise click.UsageError("name a PROFILE or pass --lockfile")
     path = kw["lockfile"] or lockmod.default_path(str(name))
+    from installer.safeguard import recover_env
+
+    recovered = recover_env(python or default_python())  # a killed install is rolled back
+    if recovered:
+        click.echo(recovered, err=True)
     findings = verify_env(lockmod.read(path), python or default_python())
     _emit(
         as_json,
@@ -629,8 +641,10 @@ def why(
 def _register_subcommands() -> None:
     """Commands that live in their own subpackages, added to the group here."""
     from installer.build.cli import build
+    from installer.recovery_cli import recover
 
     cli.add_command(build)
+    cli.add_command(recover)
 
 
 _register_subcommands()

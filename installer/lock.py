@@ -158,6 +158,7 @@ def render(
             ],
         },
         "needs": list(profile.needs),
+        "allow-overwrite": list(profile.allow_overwrite),
     }
     if build_records:
         tool_wh["build-records"] = {k: dict(v) for k, v in sorted(build_records.items())}

@@ -83,6 +83,7 @@ class Profile:
     needs: tuple[str, ...] = ()
     source: str = "<flags>"
     indexes: tuple[tuple[NormalizedName, str], ...] = ()  # package -> index URL, for `wh fetch`
+    allow_overwrite: tuple[NormalizedName, ...] = ()  # may write files other dists own
 
     @property
     def roots(self) -> tuple[Requirement, ...]:
@@ -99,6 +100,7 @@ class Profile:
         snippets: Iterable[str] = (),
         link_mode: str | None = None,
         backend: str | None = None,
+        allow_overwrite: Iterable[str] = (),
     ) -> Profile:
         """This profile with CLI flags added on top (flags win for link mode and backend)."""
         where = "command line"
@@ -124,6 +126,9 @@ class Profile:
             checks=Checks(
                 imports=self.checks.imports + tuple(imports),
                 snippets=self.checks.snippets + tuple(Snippet(s) for s in snippets),
+            ),
+            allow_overwrite=tuple(
+                sorted({*self.allow_overwrite, *(canonicalize_name(n) for n in allow_overwrite)})
             ),
             link_mode=_choice(link_mode or self.link_mode, LINK_MODES, where, "link-mode"),
             backend=_choice(backend or self.backend, BACKENDS, where, "backend"),
@@ -176,6 +181,7 @@ _KEYS = {
     "checks",
     "needs",
     "indexes",
+    "allow-overwrite",
 }
 
 
@@ -267,6 +273,7 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
         needs=tuple(str(n) for n in needs),
         source=source,
         indexes=tuple(sorted((canonicalize_name(k), v) for k, v in indexes.items())),
+        allow_overwrite=tuple(sorted(canonicalize_name(str(n)) for n in items("allow-overwrite"))),
     )
 
 

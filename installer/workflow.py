@@ -8,15 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
 from packaging.utils import NormalizedName, canonicalize_name
 
+from installer import envlock, journal, safeguard
 from installer import lock as lockmod
 from installer.backend import choose
 from installer.candidates import CandidateIndex, Pinned
 from installer.environment import Environment, default_python, probe
 from installer.errors import (
-    EnvironmentLockedError,
     LockError,
     ProfileError,
     ProtectionError,
@@ -29,6 +28,7 @@ from installer.profile import Profile
 from installer.resolve import Resolution, resolve
 from installer.scan import Wheelhouse, scan
 from installer.target import Target, declared
+from installer.validate import refuse_ambiguous
 from installer.verify import Finding, closure, protections, run_checks
 
 
@@ -151,6 +151,7 @@ def do_lock(
         installed=installed,
         prereleases=prereleases,
     )
+    refuse_ambiguous(wh.wheels, set(resolution.packages))  # reliability: one file per identity
     missing = sorted(absent & set(resolution.packages))
     if missing and env is not None:
         name = missing[0]
@@ -309,24 +310,15 @@ def do_install(
 ) -> InstallResult:
     lock = lockmod.read(lock_path)
     env = probe(python)
-    guard = FileLock(str(env.prefix / ".wh-install.lock"))
-    try:
-        guard.acquire(timeout=0)
-    except Timeout:
-        hooks.status(f"waiting for another wh process installing into {env.prefix}")
-        try:
-            guard.acquire(timeout=lock_timeout)
-        except Timeout as exc:
-            raise EnvironmentLockedError(
-                f"another wh process holds {env.prefix} (lock file {guard.lock_file})",
-                hint="wait for it to finish, or retry with a longer --lock-timeout",
-            ) from exc
-    try:
+    # reliability: one wh per environment (pid sidecar), finish a killed install first
+    with envlock.hold(env.prefix, lock_timeout, hooks.status):
+        recovered = journal.recover_if_needed(env.prefix)
+        if recovered:
+            hooks.status(recovered)
+        env = probe(python)  # what is installed now that we hold the environment
         return _install_locked(
             lock, env, python, hooks, dry_run, reinstall, backend_name, link_mode
         )
-    finally:
-        guard.release()
 
 
 def _install_locked(
@@ -353,20 +345,30 @@ def _install_locked(
         )
     backend = choose(backend_name or str(lock.tool.get("backend", "auto")))
     mode = link_mode or str(lock.tool.get("link-mode", "copy"))
+    # reliability: validate every wheel and refuse overwrites before anything changes
+    layouts = safeguard.preflight(
+        env,
+        [a.package.wheel for a in plan.changes],
+        allow_overwrite=tuple(lock.tool.get("allow-overwrite", ())),
+    )
     if dry_run:
         return InstallResult(plan, env, [], True, lock, backend.name)
-    for i, batch in enumerate(plan.batches, 1):
-        hooks.status(
-            f"installing level {i}/{len(plan.batches)}: "
-            + ", ".join(f"{a.package.name} {a.package.version}" for a in batch)
-        )
-        backend.install(
-            env.python,
-            [a.package.wheel for a in batch],
-            link_mode=mode,
-            reinstall=any(a.kind == "reinstall" for a in batch),
-        )
-    findings = verify_env(lock, python, before=env)
+    # reliability: all-or-nothing; any failure below (verification included) rolls back
+    with safeguard.all_or_nothing(env, plan, layouts):
+        for i, batch in enumerate(plan.batches, 1):
+            hooks.status(
+                f"installing level {i}/{len(plan.batches)}: "
+                + ", ".join(f"{a.package.name} {a.package.version}" for a in batch)
+            )
+            backend.install(
+                env.python,
+                [a.package.wheel for a in batch],
+                link_mode=mode,
+                reinstall=any(a.kind == "reinstall" for a in batch),
+            )
+            journal.fault_point(i)
+        findings = verify_env(lock, python, before=env)
+        raise_on_failures(findings)
     return InstallResult(plan, env, findings, False, lock, backend.name)
 
 

@@ -1,0 +1,396 @@
+"""Transactions: journal what an install touches, move it aside, then commit or roll back.
+
+Before an install changes anything, ``<prefix>/.wh-journal/journal.json`` records (and
+fsyncs) every path it may touch:
+
+- ``watched``: the roots new files can appear under (each new wheel's top-level entries in
+  purelib/platlib, its scripts and data files), each with the listing it had before;
+- ``moves``: every file that will be moved aside into ``.wh-journal/backup/<index>`` with
+  ``os.replace`` (the replaced distributions' RECORD files and any existing file a new wheel
+  will write), so the backend always writes onto a clean slate.
+
+Rolling back deletes what is not in the listings, moves the backups back and recreates
+pruned folders; it is idempotent, needs no free disk space, and is what the next ``wh``
+run does when it finds a journal left by a killed process. Committing writes the state
+``committed`` and deletes the journal folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from installer.environment import InstalledDist
+from installer.errors import InstallError, WhError
+from installer.layout import Schemes, WheelLayout, inside, installed_files, key, real
+
+JOURNAL_DIR = ".wh-journal"
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Watched:
+    """A path new files may appear under, and what existed below it before (dirs end '/')."""
+
+    root: str
+    existed: bool
+    entries: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Record:
+    """The journal's content."""
+
+    state: str  # prepared | moved | committed
+    pid: int
+    started: float
+    description: str
+    watched: tuple[Watched, ...]
+    moves: tuple[str, ...]
+    pruned: tuple[str, ...] = ()
+    format: int = FORMAT
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> Record:
+        d = json.loads(text)
+        return cls(
+            state=d["state"],
+            pid=int(d["pid"]),
+            started=float(d["started"]),
+            description=str(d["description"]),
+            watched=tuple(
+                Watched(w["root"], bool(w["existed"]), tuple(w["entries"])) for w in d["watched"]
+            ),
+            moves=tuple(d["moves"]),
+            pruned=tuple(d.get("pruned", ())),
+            format=int(d.get("format", FORMAT)),
+        )
+
+
+def journal_dir(prefix: Path) -> Path:
+    return real(prefix) / JOURNAL_DIR
+
+
+def _listing(root: Path) -> Watched:
+    if not os.path.lexists(root):
+        return Watched(str(root), False, ())
+    if root.is_symlink() or not root.is_dir():
+        return Watched(str(root), True, ())
+    entries: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = Path(dirpath).relative_to(root).as_posix()
+        pre = "" if rel == "." else rel + "/"
+        entries += [pre + d + "/" for d in dirnames]
+        entries += [pre + f for f in filenames]
+    return Watched(str(root), True, tuple(sorted(entries)))
+
+
+def _watch_root(path: Path, base: Path, schemes: Schemes) -> Path:
+    if base in schemes.site_dirs():
+        rel = path.relative_to(base).parts
+        return base / rel[0]
+    # data and headers: the highest folder the install would create, else the file
+    top = path
+    for parent in path.parents:
+        if parent == base or not inside(parent, base) or os.path.lexists(parent):
+            break
+        top = parent
+    return top
+
+
+def _pycache_siblings(py: Path) -> list[Path]:
+    cache = py.parent / "__pycache__"
+    if py.suffix != ".py" or not cache.is_dir():
+        return []
+    return sorted(cache.glob(f"{py.stem}.*.pyc"))
+
+
+def plan_record(
+    schemes: Schemes,
+    prefix: Path,
+    layouts: Sequence[WheelLayout],
+    replaced: Sequence[InstalledDist],
+    description: str,
+    extra_roots: Sequence[Path] = (),
+) -> Record:
+    """Everything an install of ``layouts`` (replacing ``replaced``) may touch."""
+    roots: dict[str, Path] = {key(r): r for r in extra_roots}
+    for lay in layouts:
+        for t in lay.files:
+            r = _watch_root(t.path, t.base, schemes)
+            roots.setdefault(key(r), r)
+            if t.base in schemes.site_dirs() and len(t.path.relative_to(t.base).parts) == 1:
+                cache = t.base / "__pycache__"
+                roots.setdefault(key(cache), cache)
+        for s in (*lay.scripts, *lay.scratch):
+            roots.setdefault(key(s), s)
+    # a root inside another root is covered by the outer listing
+    ordered = sorted(roots.values(), key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for r in ordered:
+        if not any(inside(r, k) for k in kept):
+            kept.append(r)
+    moves: dict[str, Path] = {}
+    limit = real(prefix)
+    for dist in replaced:
+        for owned in installed_files(dist):
+            if inside(owned.path, limit) and os.path.lexists(owned.path):
+                moves.setdefault(key(owned.path), owned.path)
+                for pyc in _pycache_siblings(owned.path):
+                    moves.setdefault(key(pyc), pyc)
+    for lay in layouts:
+        for p in [t.path for t in lay.files] + list(lay.scripts):
+            if os.path.lexists(p) and not (p.is_dir() and not p.is_symlink()):
+                moves.setdefault(key(p), p)
+                for pyc in _pycache_siblings(p):
+                    moves.setdefault(key(pyc), pyc)
+    return Record(
+        state="prepared",
+        pid=os.getpid(),
+        started=time.time(),
+        description=description,
+        watched=tuple(_listing(r) for r in kept),
+        moves=tuple(str(p) for p in moves.values()),
+    )
+
+
+def _fsync_dir(path: Path) -> None:
+    if os.name == "nt":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write(jdir: Path, record: Record) -> None:
+    tmp = jdir / "journal.json.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(record.to_json())
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, jdir / "journal.json")
+    _fsync_dir(jdir)
+
+
+def read(prefix: Path) -> Record | None:
+    """The journal of an unfinished install in ``prefix``, if any."""
+    path = journal_dir(prefix) / "journal.json"
+    try:
+        return Record.from_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+class Transaction:
+    """An install in progress: files moved aside, journal on disk."""
+
+    def __init__(self, prefix: Path, record: Record) -> None:
+        self.dir = journal_dir(prefix)
+        self.record = record
+
+    @classmethod
+    def begin(cls, prefix: Path, record: Record, keep: Sequence[Path] = ()) -> Transaction:
+        """Write the journal, move aside every file the record names, prune emptied folders.
+
+        ``keep`` are folders never pruned (the environment's scheme folders).
+        """
+        jdir = journal_dir(prefix)
+        if jdir.exists():
+            raise InstallError(
+                f"an unfinished install journal exists in {jdir}",
+                hint="run `wh recover --python PATH` first",
+            )
+        jdir.mkdir()
+        (jdir / "backup").mkdir()
+        _fsync_dir(jdir.parent)
+        txn = cls(prefix, record)
+        try:
+            _write(jdir, record)
+            parents: set[Path] = set()
+            for i, orig in enumerate(record.moves):
+                src = Path(orig)
+                shutil.move(src, jdir / "backup" / str(i))
+                parents.add(src.parent)
+            pruned = _prune(parents, real(prefix), {key(k) for k in keep})
+            txn.record = replace(record, pruned=pruned, state="moved")
+            _write(jdir, txn.record)
+        except BaseException:
+            txn.rollback()
+            raise
+        return txn
+
+    def commit(self) -> None:
+        """Mark the install done (the point of no return), then drop the backups."""
+        self.mark_committed()
+        self.finish()
+
+    def mark_committed(self) -> None:
+        self.record = replace(self.record, state="committed")
+        _write(self.dir, self.record)
+
+    def finish(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def rollback(self) -> None:
+        rollback(self.dir, self.record)
+
+
+def _prune(parents: set[Path], limit: Path, keep: set[str]) -> tuple[str, ...]:
+    """Remove folders the moves left empty (deepest first), up to ``limit``."""
+    pruned: list[str] = []
+    todo = sorted(parents, key=lambda p: len(p.parts), reverse=True)
+    seen: set[Path] = set()
+    while todo:
+        d = todo.pop(0)
+        if d in seen or d == limit or not inside(d, limit) or key(d) in keep:
+            continue
+        seen.add(d)
+        try:
+            d.rmdir()
+        except OSError:
+            continue
+        pruned.append(str(d))
+        todo.append(d.parent)
+        todo.sort(key=lambda p: len(p.parts), reverse=True)
+    return tuple(pruned)
+
+
+def _remove(p: Path) -> None:
+    if p.is_symlink() or p.is_file():
+        p.unlink()
+    elif p.is_dir():
+        shutil.rmtree(p)
+
+
+def rollback(jdir: Path, record: Record) -> None:
+    """Put the environment back as the record found it; safe to repeat after a crash."""
+    for w in record.watched:
+        root = Path(w.root)
+        if not w.existed:
+            if os.path.lexists(root):
+                _remove(root)
+            continue
+        if root.is_symlink() or not root.is_dir():
+            continue  # a file root: its backup (if it was moved) goes back below
+        before = set(w.entries)
+        for dirpath, dirnames, filenames in os.walk(root, topdown=False):
+            rel = Path(dirpath).relative_to(root).as_posix()
+            pre = "" if rel == "." else rel + "/"
+            for f in filenames:
+                if pre + f not in before:
+                    (Path(dirpath) / f).unlink()
+            for d in dirnames:
+                if pre + d + "/" not in before and os.path.lexists(Path(dirpath) / d):
+                    _remove(Path(dirpath) / d)
+    backup = jdir / "backup"
+    for d in reversed(record.pruned):
+        Path(d).mkdir(parents=True, exist_ok=True)
+    for i, orig in enumerate(record.moves):
+        b = backup / str(i)
+        if not os.path.lexists(b):
+            continue
+        dst = Path(orig)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if dst.is_dir() and not dst.is_symlink():
+            shutil.rmtree(dst)
+        os.replace(b, dst)
+    shutil.rmtree(jdir, ignore_errors=True)
+
+
+def recover_if_needed(prefix: Path) -> str | None:
+    """Finish what a killed wh left in ``prefix``: roll back, or complete a commit.
+
+    The caller must hold the environment's install lock. Returns what was done, or None.
+    """
+    jdir = journal_dir(prefix)
+    if not jdir.exists():
+        return None
+    try:
+        record = read(prefix)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InstallError(
+            f"the install journal in {jdir} is unreadable ({exc})",
+            hint=f"inspect {jdir} by hand; its backup/ folder holds the moved-aside files",
+        ) from exc
+    if record is None:  # killed before the journal was written: nothing was moved yet
+        shutil.rmtree(jdir, ignore_errors=True)
+        return f"removed an empty install journal in {jdir}"
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started))
+    if record.state == "committed":
+        shutil.rmtree(jdir)
+        return f"completed the interrupted commit of {record.description} (pid {record.pid})"
+    rollback(jdir, record)
+    return (
+        f"rolled back the interrupted install of {record.description} "
+        f"(pid {record.pid}, started {when})"
+    )
+
+
+@contextmanager
+def transaction(
+    schemes: Schemes,
+    prefix: Path,
+    layouts: Sequence[WheelLayout],
+    replaced: Sequence[InstalledDist],
+    description: str,
+    extra_roots: Sequence[Path] = (),
+) -> Iterator[Transaction]:
+    """All-or-nothing: any exception (or KeyboardInterrupt) in the block rolls back."""
+    record = plan_record(schemes, prefix, layouts, replaced, description, extra_roots)
+    keep = [*schemes.site_dirs(), schemes.scripts, schemes.data]
+    try:
+        txn = Transaction.begin(prefix, record, keep)
+    except OSError as exc:  # e.g. a file in use on Windows; begin() already rolled back
+        raise InstallError(
+            f"could not move aside the files this install replaces ({exc}); nothing was changed",
+            hint="close programs using the environment, free disk space, and retry",
+        ) from exc
+    try:
+        yield txn
+        txn.mark_committed()  # a full disk here still rolls back: all or nothing
+    except BaseException as exc:
+        try:
+            txn.rollback()
+        except OSError as rb:
+            raise InstallError(
+                f"the install failed ({exc!r}) and rolling back failed too ({rb})",
+                hint="free the disk or fix permissions, then run `wh recover --python PATH`",
+            ) from exc
+        if isinstance(exc, WhError):
+            exc.details = (*exc.details, "the environment was restored to its state before")
+        elif isinstance(exc, OSError):
+            raise InstallError(
+                f"the install failed: {exc}; the environment was restored to its state before",
+                hint="free disk space or fix permissions, then retry",
+            ) from exc
+        raise
+    txn.finish()
+
+
+def fault_point(batch: int) -> None:
+    """Test hook: ``WH_TEST_FAULT=N:fail|interrupt|sleep:S`` acts after batch N (1-based)."""
+    spec = os.environ.get("WH_TEST_FAULT", "")
+    if not spec:
+        return
+    at, _, action = spec.partition(":")
+    if not at.isdigit() or int(at) != batch:
+        return
+    if action == "fail":
+        raise InstallError(f"injected fault after batch {batch} (WH_TEST_FAULT)")
+    if action == "interrupt":
+        raise KeyboardInterrupt
+    if action.startswith("sleep:"):
+        print(f"wh-test: sleeping after batch {batch}", file=sys.stderr, flush=True)
+        time.sleep(float(action.split(":", 1)[1]))

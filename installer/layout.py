@@ -1,0 +1,177 @@
+"""Where files land in an environment: a wheel's entries mapped to paths, and installed RECORDs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from pathlib import Path
+
+from packaging.utils import NormalizedName, parse_wheel_filename
+
+from installer.environment import Environment, InstalledDist
+
+# Files a backend adds to a dist-info folder that no wheel lists.
+GENERATED_DIST_INFO = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD", "uv_cache.json")
+
+
+@dataclass(frozen=True)
+class Schemes:
+    """The install locations of one environment (real paths, so lib64 -> lib compares equal)."""
+
+    purelib: Path
+    platlib: Path
+    scripts: Path
+    data: Path
+    python_version: str  # "3.12": headers go to include/site/python3.12/<name>
+
+    @classmethod
+    def of(cls, env: Environment) -> Schemes:
+        major_minor = ".".join(env.target.python_full_version.split(".")[:2])
+        return cls(
+            purelib=real(env.purelib),
+            platlib=real(env.platlib),
+            scripts=real(env.scripts),
+            data=real(env.prefix),
+            python_version=major_minor,
+        )
+
+    def site_dirs(self) -> tuple[Path, ...]:
+        return (self.purelib,) if self.purelib == self.platlib else (self.purelib, self.platlib)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One file a wheel will write: its absolute path, its RECORD hash, and its base folder."""
+
+    path: Path
+    hash: str
+    base: Path
+
+
+@dataclass(frozen=True)
+class WheelLayout:
+    """Every file a wheel writes, plus the console scripts a backend will generate."""
+
+    name: NormalizedName
+    wheel: Path
+    files: tuple[Target, ...]
+    scripts: tuple[Path, ...]
+    # where a backend may stage files while installing (uv unpacks NAME-VERSION.data there)
+    scratch: tuple[Path, ...] = ()
+
+
+def real(p: Path) -> Path:
+    return Path(os.path.realpath(p))
+
+
+def key(p: Path) -> str:
+    """A path as a comparison key: case-folded where the filesystem is (Windows)."""
+    return os.path.normcase(os.path.normpath(p))
+
+
+def layout(wheel: Path, schemes: Schemes) -> WheelLayout:
+    """Map the entries of a (validated) wheel to the paths an installer will write."""
+    name = parse_wheel_filename(wheel.name)[0]
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if not n.endswith("/")]
+        di = next(n.split("/", 1)[0] for n in names if n.split("/", 1)[0].endswith(".dist-info"))
+        wheel_txt = zf.read(f"{di}/WHEEL").decode("utf-8", "replace")
+        purelib = (HeaderParser().parsestr(wheel_txt).get("Root-Is-Purelib") or "").strip()
+        root = schemes.purelib if purelib.lower() == "true" else schemes.platlib
+        hashes = _record_hashes(zf.read(f"{di}/RECORD")) if f"{di}/RECORD" in names else {}
+        ep = f"{di}/entry_points.txt"
+        entry_points = zf.read(ep) if ep in names else b""
+    files: list[Target] = []
+    data_prefix = di[: -len(".dist-info")] + ".data/"
+    for arc in names:
+        if arc.startswith(data_prefix):
+            scheme, _, rest = arc[len(data_prefix) :].partition("/")
+            if scheme == "scripts":
+                base, rel = schemes.scripts, rest.rsplit("/", 1)[-1]
+            elif scheme == "headers":
+                base = schemes.data / "include" / "site" / f"python{schemes.python_version}" / name
+                rel = rest
+            elif scheme == "purelib":
+                base, rel = schemes.purelib, rest
+            elif scheme == "platlib":
+                base, rel = schemes.platlib, rest
+            else:
+                base, rel = schemes.data, rest
+        else:
+            base, rel = root, arc
+        files.append(Target(base / rel, hashes.get(arc, ""), base))
+    for extra in GENERATED_DIST_INFO:
+        files.append(Target(root / di / extra, "", root))
+    scripts: list[Path] = []
+    for script in _script_names(entry_points):
+        for suffix in ("", ".exe", "-script.py", ".cmd"):
+            scripts.append(schemes.scripts / (script + suffix))
+    data_dir = data_prefix.rstrip("/")
+    scratch = tuple(site / data_dir for site in schemes.site_dirs())
+    return WheelLayout(name, wheel, tuple(files), tuple(scripts), scratch)
+
+
+def _script_names(entry_points: bytes) -> Iterator[str]:
+    section = ""
+    for raw in entry_points.decode("utf-8", "replace").splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip()
+        elif "=" in line and section in ("console_scripts", "gui_scripts"):
+            yield line.split("=", 1)[0].strip()
+
+
+def _record_hashes(data: bytes) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for row in csv.reader(io.StringIO(data.decode("utf-8", "replace"))):
+        if len(row) >= 2:
+            out[row[0]] = row[1]
+    return out
+
+
+@dataclass(frozen=True)
+class Owned:
+    """A file an installed distribution owns according to its RECORD."""
+
+    path: Path
+    hash: str
+
+
+def installed_files(dist: InstalledDist) -> list[Owned]:
+    """The files of an installed distribution per RECORD (paths made absolute and normalised).
+
+    The dist-info folder's own files are included even when RECORD forgets them.
+    """
+    if dist.dist_info is None:
+        return []
+    di = real(dist.dist_info)
+    site = di.parent
+    out: dict[str, Owned] = {}
+    record = di / "RECORD"
+    try:
+        data = record.read_bytes()
+    except OSError:
+        data = b""
+    for row in csv.reader(io.StringIO(data.decode("utf-8", "replace"))):
+        if not row or not row[0]:
+            continue
+        p = Path(os.path.normpath(site / row[0].replace("\\", "/")))
+        out[key(p)] = Owned(p, row[1] if len(row) > 1 else "")
+    if di.is_dir():
+        for child in di.rglob("*"):
+            if child.is_file() or child.is_symlink():
+                out.setdefault(key(child), Owned(child, ""))
+    return list(out.values())
+
+
+def inside(p: Path, root: Path) -> bool:
+    try:
+        Path(os.path.normpath(p)).relative_to(root)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,78 @@
+"""No silent overwrite: refuse a wheel that would write a file another distribution owns."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from packaging.utils import NormalizedName, canonicalize_name
+
+from installer.environment import InstalledDist
+from installer.errors import WheelhouseError
+from installer.layout import WheelLayout, installed_files, key
+
+
+@dataclass(frozen=True)
+class Clash:
+    """``writer`` (a wheel of the plan) would write ``path``, which ``owner`` owns."""
+
+    path: str
+    writer: NormalizedName
+    owner: NormalizedName
+    owner_is_installed: bool
+
+    def describe(self) -> str:
+        where = "installed" if self.owner_is_installed else "also in the plan"
+        return f"{self.writer} would overwrite {self.path}, owned by {self.owner} ({where})"
+
+
+def clashes(
+    layouts: Sequence[WheelLayout],
+    installed: Mapping[NormalizedName, InstalledDist],
+    *,
+    allow_overwrite: Collection[str] = (),
+) -> list[Clash]:
+    """Files written by two distributions, per the installed RECORDs and the plan's wheels.
+
+    Distributions the plan replaces own nothing (their files are moved aside first). A file
+    with the same hash on both sides is no clash (pkg_resources-style namespace
+    ``__init__.py``). ``allow_overwrite`` names distributions that may overwrite, or be
+    overwritten, silently.
+    """
+    allowed = {canonicalize_name(n) for n in allow_overwrite}
+    changing = {lay.name for lay in layouts}
+    owners: dict[str, tuple[NormalizedName, str, bool]] = {}
+    for name, dist in installed.items():
+        if name in changing:
+            continue
+        for owned in installed_files(dist):
+            owners.setdefault(key(owned.path), (name, owned.hash, True))
+    found: list[Clash] = []
+    for lay in layouts:
+        writes = [(t.path, t.hash) for t in lay.files] + [(p, "") for p in lay.scripts]
+        for path, digest in writes:
+            k = key(path)
+            prev = owners.get(k)
+            if prev is None:
+                owners[k] = (lay.name, digest, False)
+                continue
+            owner, owner_digest, is_installed = prev
+            if owner == lay.name or (digest and digest == owner_digest):
+                continue
+            if owner in allowed or lay.name in allowed:
+                continue
+            found.append(Clash(str(path), lay.name, owner, is_installed))
+    return found
+
+
+def refuse_clashes(found: Sequence[Clash]) -> None:
+    if not found:
+        return
+    pairs = sorted({(c.writer, c.owner) for c in found})
+    raise WheelhouseError(
+        f"{len(found)} file(s) would be overwritten by another distribution; nothing was installed",
+        details=[c.describe() for c in found[:50]]
+        + ([f"... and {len(found) - 50} more"] if len(found) > 50 else []),
+        hint="remove the conflicting distribution first, or allow it deliberately with "
+        'allow-overwrite = ["' + '", "'.join(sorted({w for w, _ in pairs})) + '"] in the profile',
+    )

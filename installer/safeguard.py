@@ -1,0 +1,62 @@
+"""The reliability steps around an install: validate wheels, refuse overwrites, journal it."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from installer import envlock, journal
+from installer.environment import Environment, probe
+from installer.layout import Schemes, WheelLayout, layout
+from installer.overwrite import clashes, refuse_clashes
+from installer.plan import Plan
+from installer.validate import check_wheels
+
+
+def preflight(
+    env: Environment, wheels: Sequence[Path], *, allow_overwrite: Collection[str] = ()
+) -> list[WheelLayout]:
+    """Before anything changes: every wheel sound, no file of another distribution clobbered."""
+    check_wheels(wheels)
+    schemes = Schemes.of(env)
+    layouts = [layout(w, schemes) for w in wheels]
+    refuse_clashes(clashes(layouts, env.dists, allow_overwrite=allow_overwrite))
+    return layouts
+
+
+@contextmanager
+def all_or_nothing(
+    env: Environment, plan: Plan, layouts: Sequence[WheelLayout]
+) -> Iterator[journal.Transaction]:
+    """Run the block as one transaction over ``env``: commit on success, else roll back."""
+    replaced = [
+        env.dists[a.package.name]
+        for a in plan.changes
+        if a.kind != "install" and a.package.name in env.dists
+    ]
+    what = ", ".join(f"{a.package.name} {a.package.version}" for a in plan.changes)
+    uv_lock = env.prefix / ".lock"  # uv creates it on its first install into a venv
+    with journal.transaction(
+        Schemes.of(env), env.prefix, layouts, replaced, what, extra_roots=[uv_lock]
+    ) as txn:
+        yield txn
+
+
+def recover_env(python: Path, *, timeout: float | None = None) -> str | None:
+    """Finish a killed install in ``python``'s environment: roll back or complete its commit.
+
+    ``timeout`` None: only if no other wh holds the environment right now (it may be the
+    install the journal belongs to); else wait up to ``timeout`` s and fail when busy.
+    """
+    prefix = probe(python).prefix
+    if timeout is None:
+        guard = envlock.try_hold(prefix)
+        if guard is None:
+            return None
+        try:
+            return journal.recover_if_needed(prefix)
+        finally:
+            guard.release()
+    with envlock.hold(prefix, timeout):
+        return journal.recover_if_needed(prefix)

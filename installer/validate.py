@@ -1,0 +1,307 @@
+"""Wheel validation before installing: every structural, path and RECORD problem, at once.
+
+A pure function over the zip: nothing is extracted. The limits against zip bombs are:
+
+- ``max_total_bytes`` (default 32 GiB): the sum of the declared uncompressed sizes. The
+  largest real wheels (CUDA builds of torch, nvidia-* libraries) expand to under 8 GiB.
+- ``max_entries`` (default 500,000 members).
+- ``max_ratio`` (default 200:1) for any member larger than ``ratio_min_bytes`` (16 MiB):
+  deflate tops out near 1032:1, and real binaries and sources stay well under 20:1.
+- Every member is decompressed once to check its RECORD hash, so a member that expands past
+  its declared size, or does not match its CRC, is caught too.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import re
+import stat
+import zipfile
+from collections import Counter
+from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from pathlib import Path
+
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from installer.errors import WheelhouseError
+from installer.wheelfile import Wheel
+
+# RECORD may not hash itself or its signatures.
+_UNHASHED = ("RECORD", "RECORD.jws", "RECORD.p7s")
+_STRONG = ("sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512", "blake2b")
+_DATA_SCHEMES = ("purelib", "platlib", "scripts", "data", "headers")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Thresholds against zip bombs (see the module docstring)."""
+
+    max_total_bytes: int = 32 << 30
+    max_entries: int = 500_000
+    max_ratio: float = 200.0
+    ratio_min_bytes: int = 16 << 20
+
+
+LIMITS = Limits()
+
+
+def unsafe_path(name: str) -> str | None:
+    """Why an archive path could escape the install root or fool a filesystem, or None."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "contains a control character"
+    if "\\" in name:
+        return "contains a backslash"
+    if name.startswith("/"):
+        return "is absolute"
+    if _DRIVE.match(name):
+        return "starts with a drive letter"
+    parts = name.rstrip("/").split("/")
+    if any(p == ".." for p in parts):
+        return "escapes the install root with '..'"
+    if any(p in ("", ".") for p in parts):
+        return "has an empty or '.' component"
+    return None
+
+
+def problems(path: Path, limits: Limits = LIMITS) -> list[str]:
+    """Every reason ``path`` must not be installed (empty: it is a sound wheel)."""
+    out: list[str] = []
+    try:
+        name, version, _build, _tags = parse_wheel_filename(path.name)
+    except (InvalidWheelFilename, InvalidVersion) as exc:
+        return [f"invalid wheel filename: {exc}"]
+    try:
+        with zipfile.ZipFile(path) as zf:
+            out += _check(zf, name, version, limits)
+    except zipfile.BadZipFile as exc:
+        out.append(f"not a valid zip file, or truncated ({exc})")
+    except (OSError, EOFError, ValueError, NotImplementedError) as exc:
+        out.append(f"cannot read the zip ({type(exc).__name__}: {exc})")
+    return out
+
+
+def _check(zf: zipfile.ZipFile, name: str, version: Version, limits: Limits) -> list[str]:
+    out: list[str] = []
+    infos = zf.infolist()
+    if len(infos) > limits.max_entries:
+        return [f"{len(infos)} members, more than the limit of {limits.max_entries}"]
+    raw_names = [i.orig_filename for i in infos]
+    for n, count in sorted(Counter(raw_names).items()):
+        if count > 1:
+            out.append(f"duplicate entry {n!r} ({count} times)")
+    folded: dict[str, set[str]] = {}
+    for n in set(raw_names):
+        folded.setdefault(n.lower(), set()).add(n)
+    for same in sorted(folded.values(), key=sorted):
+        if len(same) > 1:
+            out.append(f"entries differ only in case: {', '.join(sorted(map(repr, same)))}")
+    total = 0
+    for info in infos:
+        why = unsafe_path(info.orig_filename)
+        if why:
+            out.append(f"unsafe path {info.orig_filename!r}: {why}")
+        mode = info.external_attr >> 16
+        if stat.S_ISLNK(mode):
+            out.append(f"symlink entry {info.orig_filename!r}")
+        total += info.file_size
+        if info.file_size > limits.ratio_min_bytes and info.file_size > limits.max_ratio * max(
+            info.compress_size, 1
+        ):
+            out.append(
+                f"{info.orig_filename!r} expands {info.compress_size} -> {info.file_size} bytes, "
+                f"more than {limits.max_ratio:.0f}:1 (zip bomb?)"
+            )
+    if total > limits.max_total_bytes:
+        out.append(
+            f"expands to {total} bytes, more than the limit of {limits.max_total_bytes} (zip bomb?)"
+        )
+    if out:
+        return out  # do not decompress a hostile archive any further
+    files = {i.filename: i for i in infos if not i.is_dir()}
+    tops = {n.split("/", 1)[0] for n in files if "/" in n}
+    dist_infos = sorted(t for t in tops if t.endswith(".dist-info"))
+    datas = sorted(t for t in tops if t.endswith(".data"))
+    if len(dist_infos) != 1:
+        out.append(
+            f"expected exactly one .dist-info folder, found {', '.join(dist_infos) or 'none'}"
+        )
+        return out
+    di = dist_infos[0]
+    out += _name_version(di, ".dist-info", name, version)
+    if len(datas) > 1:
+        out.append(f"more than one .data folder: {', '.join(datas)}")
+    for d in datas:
+        out += _name_version(d, ".data", name, version)
+    for n in files:
+        top, _, rest = n.partition("/")
+        if top in datas and rest.split("/", 1)[0] not in _DATA_SCHEMES:
+            out.append(f"{n!r}: unknown .data scheme (expected one of {', '.join(_DATA_SCHEMES)})")
+    out += _wheel_file(zf, files, di)
+    out += _metadata(zf, files, di, name, version)
+    if f"{di}/RECORD" not in files:
+        out.append(f"{di}/RECORD is missing")
+        return out
+    out += _record(zf, files, di)
+    return out
+
+
+def _name_version(folder: str, suffix: str, name: str, version: Version) -> list[str]:
+    stem = folder[: -len(suffix)]
+    dname, sep, dver = stem.rpartition("-")
+    if not sep:
+        return [f"{folder}: not of the form NAME-VERSION{suffix}"]
+    problems_: list[str] = []
+    if canonicalize_name(dname) != name:
+        problems_.append(f"{folder}: name {dname!r} does not match the filename's {name!r}")
+    try:
+        if Version(dver) != version:
+            problems_.append(f"{folder}: version {dver} does not match the filename's {version}")
+    except InvalidVersion:
+        problems_.append(f"{folder}: invalid version {dver!r}")
+    return problems_
+
+
+def _headers(zf: zipfile.ZipFile, member: str) -> dict[str, str]:
+    msg = HeaderParser().parsestr(zf.read(member).decode("utf-8", "replace"))
+    return {k: str(v) for k, v in msg.items()}
+
+
+def _wheel_file(zf: zipfile.ZipFile, files: dict[str, zipfile.ZipInfo], di: str) -> list[str]:
+    if f"{di}/WHEEL" not in files:
+        return [f"{di}/WHEEL is missing"]
+    wv = _headers(zf, f"{di}/WHEEL").get("Wheel-Version", "").strip()
+    if not wv:
+        return [f"{di}/WHEEL has no Wheel-Version"]
+    major = wv.split(".", 1)[0]
+    if not major.isdigit():
+        return [f"{di}/WHEEL has an invalid Wheel-Version {wv!r}"]
+    if int(major) > 1:
+        return [f"{di}/WHEEL says Wheel-Version {wv}; wh knows only version 1.x"]
+    return []
+
+
+def _metadata(
+    zf: zipfile.ZipFile, files: dict[str, zipfile.ZipInfo], di: str, name: str, version: Version
+) -> list[str]:
+    if f"{di}/METADATA" not in files:
+        return [f"{di}/METADATA is missing"]
+    meta = _headers(zf, f"{di}/METADATA")
+    out: list[str] = []
+    mname, mver = meta.get("Name", ""), meta.get("Version", "")
+    if canonicalize_name(mname) != name:
+        out.append(f"METADATA Name {mname!r} does not match the filename's {name!r}")
+    try:
+        if Version(mver) != version:
+            out.append(f"METADATA Version {mver} does not match the filename's {version}")
+    except InvalidVersion:
+        out.append(f"METADATA has an invalid Version {mver!r}")
+    return out
+
+
+def _record(zf: zipfile.ZipFile, files: dict[str, zipfile.ZipInfo], di: str) -> list[str]:
+    out: list[str] = []
+    text = zf.read(f"{di}/RECORD").decode("utf-8", "replace")
+    listed: dict[str, tuple[str, str]] = {}
+    for row in csv.reader(io.StringIO(text)):
+        if not row or not row[0]:
+            continue
+        path = row[0]
+        why = unsafe_path(path)
+        if why:
+            out.append(f"RECORD entry {path!r} points outside the environment: {why}")
+            continue
+        if path in listed:
+            out.append(f"RECORD lists {path!r} twice")
+        listed[path] = (row[1] if len(row) > 1 else "", row[2] if len(row) > 2 else "")
+    unhashed = {f"{di}/{n}" for n in _UNHASHED}
+    for path in sorted(set(listed) - set(files)):
+        out.append(f"RECORD lists {path!r}, which is not in the wheel")
+    for path, info in sorted(files.items()):
+        if path not in listed:
+            out.append(f"{path!r} is not listed in RECORD")
+            continue
+        if path in unhashed:
+            continue
+        digest, size = listed[path]
+        algo, _, want = digest.partition("=")
+        if not want:
+            out.append(f"RECORD has no hash for {path!r}")
+            continue
+        if algo not in _STRONG:
+            out.append(f"RECORD hashes {path!r} with {algo!r}; sha256 or stronger is required")
+            continue
+        h = hashlib.new(algo)
+        actual = 0
+        with zf.open(info) as f:
+            while chunk := f.read(_CHUNK):
+                actual += len(chunk)
+                h.update(chunk)
+        got = base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode()
+        if got != want.rstrip("="):
+            out.append(f"RECORD hash mismatch for {path!r}")
+        if size and size != str(actual):
+            out.append(f"RECORD size mismatch for {path!r}: RECORD says {size}, it has {actual}")
+    return out
+
+
+def check_wheels(paths: Sequence[Path], limits: Limits = LIMITS) -> None:
+    """Validate every wheel (in parallel); raise one WheelhouseError listing all problems."""
+    todo = list(paths)
+    with ThreadPoolExecutor(max_workers=min(8, len(todo)) or 1) as pool:
+        found = list(pool.map(lambda p: problems(p, limits), todo))
+    bad = [(p, ps) for p, ps in zip(todo, found, strict=True) if ps]
+    if bad:
+        raise WheelhouseError(
+            f"{len(bad)} wheel(s) failed validation; nothing was installed",
+            details=[f"{p.name}: {msg}" for p, ps in bad for msg in ps],
+            hint="replace these wheels with sound builds (never install a wheel whose RECORD "
+            "does not match its contents)",
+        )
+
+
+def ambiguous(wheels: Sequence[Wheel], names: Collection[str] | None = None) -> list[str]:
+    """Different files claiming one identity: same name, version, build and a shared tag.
+
+    ``aaa-1.0-py3-none-any.whl`` and ``aaa-1.0.0-py3-none-any.whl`` (or ``AAA-1.0-...``) are
+    the same wheel to an installer, yet their bytes differ: which one a lock picks would
+    depend on how the folder sorts. A different build tag is no ambiguity (the higher build
+    wins, PEP 427). Only ``names`` are checked when given.
+    """
+    groups: dict[tuple[str, Version, tuple[int, str] | tuple[()]], list[Wheel]] = {}
+    for w in wheels:
+        if names is None or w.name in names:
+            groups.setdefault((w.name, w.version, w.build), []).append(w)
+    out: list[str] = []
+    for (name, version, _b), ws in sorted(groups.items(), key=lambda kv: kv[0][:2]):
+        for i, a in enumerate(ws):
+            for b in ws[i + 1 :]:
+                if a.tags & b.tags and a.sha256 != b.sha256:
+                    out.append(
+                        f"{name} {version}: {a.filename} and {b.filename} are different files "
+                        "for the same name, version and tag"
+                    )
+    return out
+
+
+def refuse_ambiguous(wheels: Sequence[Wheel], names: Collection[str] | None = None) -> None:
+    found = ambiguous(wheels, names)
+    if found:
+        raise WheelhouseError(
+            f"{len(found)} ambiguous wheel(s) in the wheelhouse; nothing was locked",
+            details=found,
+            hint="keep exactly one file per name, version and tag (or give the rebuild a "
+            "higher build tag)",
+        )

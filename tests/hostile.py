@@ -1,0 +1,239 @@
+"""Hostile wheels, written with zipfile directly: one factory per attack, with its expected error.
+
+``python -m tests.hostile DIR`` regenerates the committed corpus in ``tests/corpus/``.
+"""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from installer.wheelwriter import metadata_text, record_hash
+
+_EPOCH = (2020, 1, 1, 0, 0, 0)
+Member = tuple[str, bytes, int]  # archive name, data, unix mode (0o644, or S_IFLNK|0o777)
+
+
+def members(
+    name: str = "evil",
+    version: str = "1.0",
+    files: dict[str, bytes] | None = None,
+    *,
+    wheel_version: str = "1.0",
+    meta_name: str | None = None,
+    meta_version: str | None = None,
+    di: str | None = None,
+) -> list[Member]:
+    """A compliant wheel's members (RECORD last) that a factory then corrupts."""
+    di = di or f"{name}-{version}.dist-info"
+    body = files if files is not None else {f"{name}/__init__.py": b"x = 1\n"}
+    out: list[Member] = [(k, v, 0o644) for k, v in body.items()]
+    meta = metadata_text(meta_name or name, meta_version or version).encode()
+    out.append((f"{di}/METADATA", meta, 0o644))
+    wheel = f"Wheel-Version: {wheel_version}\nGenerator: hostile\nRoot-Is-Purelib: true\n"
+    out.append((f"{di}/WHEEL", (wheel + "Tag: py3-none-any\n").encode(), 0o644))
+    return out
+
+
+def with_record(ms: list[Member], di: str, *, extra_rows: list[str] | None = None) -> list[Member]:
+    rows = [f"{n},{record_hash(d)},{len(d)}" for n, d, _m in ms]
+    rows += extra_rows or []
+    rows.append(f"{di}/RECORD,,")
+    return [*ms, (f"{di}/RECORD", ("\n".join(rows) + "\n").encode(), 0o644)]
+
+
+def write_zip(path: Path, ms: list[Member]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for n, data, mode in ms:
+            info = zipfile.ZipInfo(n, date_time=_EPOCH)
+            info.external_attr = mode << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    return path
+
+
+def _std(d: Path, ms: list[Member], name: str = "evil", version: str = "1.0") -> Path:
+    di = f"{name}-{version}.dist-info"
+    return write_zip(d / f"{name}-{version}-py3-none-any.whl", with_record(ms, di))
+
+
+def not_a_zip(d: Path) -> Path:
+    p = d / "evil-1.0-py3-none-any.whl"
+    d.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(b"this is not a zip file\n" * 10)
+    return p
+
+
+def truncated(d: Path) -> Path:
+    p = _std(d, members())
+    data = p.read_bytes()
+    p.write_bytes(data[: len(data) // 2])
+    return p
+
+
+def duplicate_entry(d: Path) -> Path:
+    ms = members()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate, which is the point
+        return _std(d, [*ms, ("evil/__init__.py", b"x = 2\n", 0o644)])
+
+
+def _path_attack(d: Path, bad: str) -> Path:
+    return _std(d, [*members(), (bad, b"pwned\n", 0o644)])
+
+
+def dotdot(d: Path) -> Path:
+    return _path_attack(d, "../../../../tmp/evil_dotdot.py")
+
+
+def absolute(d: Path) -> Path:
+    return _path_attack(d, "/tmp/evil_absolute.py")
+
+
+def drive_letter(d: Path) -> Path:
+    return _path_attack(d, "C:/Windows/evil.py")
+
+
+def backslash(d: Path) -> Path:
+    return _path_attack(d, "evil\\..\\..\\evil_backslash.py")
+
+
+def control_char(d: Path) -> Path:
+    return _path_attack(d, "evil/bell\x07.py")
+
+
+def nul_byte(d: Path) -> Path:
+    """A NUL in a name (zipfile cannot write one: the bytes are patched afterwards)."""
+    p = _path_attack(d, "evil/nulQQ.py")
+    data = p.read_bytes()
+    assert data.count(b"evil/nulQQ.py") == 2  # local header, central directory
+    first = data.index(b"evil/nulQQ.py")
+    last = data.rindex(b"evil/nulQQ.py")
+    patched = data[:first] + b"evil/nul\0Q.py" + data[first + 13 :]
+    patched = patched[:last] + b"evil/nul\0Q.py" + patched[last + 13 :]
+    p.write_bytes(patched)
+    return p
+
+
+def symlink(d: Path) -> Path:
+    return _std(d, [*members(), ("evil/link", b"/etc/passwd", 0o120777)])
+
+
+def zip_bomb(d: Path) -> Path:
+    """20 MiB of zeros in ~20 KiB: a 1000:1 ratio, past the 200:1 limit."""
+    return _std(d, [*members(), ("evil/zeros.bin", bytes(20 << 20), 0o644)])
+
+
+def two_dist_infos(d: Path) -> Path:
+    ms = members()
+    ms.append(("other-2.0.dist-info/METADATA", metadata_text("other", "2.0").encode(), 0o644))
+    return _std(d, ms)
+
+
+def no_dist_info(d: Path) -> Path:
+    return write_zip(d / "evil-1.0-py3-none-any.whl", [("evil/__init__.py", b"x = 1\n", 0o644)])
+
+
+def metadata_mismatch(d: Path) -> Path:
+    return _std(d, members(meta_name="innocent", meta_version="9.9"))
+
+
+def dist_info_mismatch(d: Path) -> Path:
+    di = "innocent-1.0.dist-info"
+    return write_zip(d / "evil-1.0-py3-none-any.whl", with_record(members(di=di), di))
+
+
+def wheel_version_2(d: Path) -> Path:
+    return _std(d, members(wheel_version="2.0"))
+
+
+def record_missing(d: Path) -> Path:
+    return write_zip(d / "evil-1.0-py3-none-any.whl", members())
+
+
+def record_hash_mismatch(d: Path) -> Path:
+    di = "evil-1.0.dist-info"
+    ms = with_record(members(), di)
+    ms[0] = ("evil/__init__.py", b"import os; os.system('pwned')\n", 0o644)
+    return write_zip(d / "evil-1.0-py3-none-any.whl", ms)
+
+
+def record_size_mismatch(d: Path) -> Path:
+    di = "evil-1.0.dist-info"
+    ms = members()
+    rows = [f"{n},{record_hash(b)},{len(b) + 5}" for n, b, _m in ms] + [f"{di}/RECORD,,"]
+    return write_zip(
+        d / "evil-1.0-py3-none-any.whl",
+        [*ms, (f"{di}/RECORD", ("\n".join(rows) + "\n").encode(), 0o644)],
+    )
+
+
+def unlisted_file(d: Path) -> Path:
+    di = "evil-1.0.dist-info"
+    ms = with_record(members(), di)
+    return write_zip(d / "evil-1.0-py3-none-any.whl", [*ms, ("evil/sneaky.py", b"y = 2\n", 0o644)])
+
+
+def record_escape(d: Path) -> Path:
+    di = "evil-1.0.dist-info"
+    row = f"../../../bin/evil,{record_hash(b'')},0"
+    return write_zip(d / "evil-1.0-py3-none-any.whl", with_record(members(), di, extra_rows=[row]))
+
+
+def record_md5(d: Path) -> Path:
+    di = "evil-1.0.dist-info"
+    ms = members()
+    rows = [f"{n},md5=deadbeef,{len(b)}" for n, b, _m in ms] + [f"{di}/RECORD,,"]
+    return write_zip(
+        d / "evil-1.0-py3-none-any.whl",
+        [*ms, (f"{di}/RECORD", ("\n".join(rows) + "\n").encode(), 0o644)],
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    make: Callable[[Path], Path]
+    expect: str  # a fragment of the validation problem
+    scan_accepts: bool  # wh scan's metadata read lets it through (validate must catch it)
+
+
+CASES: dict[str, Case] = {
+    "not_a_zip": Case(not_a_zip, "not a valid zip file", False),
+    "truncated": Case(truncated, "not a valid zip file, or truncated", False),
+    "duplicate_entry": Case(duplicate_entry, "duplicate entry 'evil/__init__.py'", True),
+    "dotdot": Case(dotdot, "escapes the install root with '..'", True),
+    "absolute": Case(absolute, "is absolute", True),
+    "drive_letter": Case(drive_letter, "starts with a drive letter", True),
+    "backslash": Case(backslash, "contains a backslash", True),
+    "control_char": Case(control_char, "contains a control character", True),
+    "nul_byte": Case(nul_byte, "contains a control character", True),
+    "symlink": Case(symlink, "symlink entry 'evil/link'", True),
+    "zip_bomb": Case(zip_bomb, "(zip bomb?)", True),
+    "two_dist_infos": Case(two_dist_infos, "expected exactly one .dist-info folder", False),
+    "no_dist_info": Case(no_dist_info, "expected exactly one .dist-info folder, found none", False),
+    "metadata_mismatch": Case(metadata_mismatch, "METADATA Name 'innocent'", False),
+    "dist_info_mismatch": Case(dist_info_mismatch, "name 'innocent' does not match", True),
+    "wheel_version_2": Case(wheel_version_2, "Wheel-Version 2.0", True),
+    "record_missing": Case(record_missing, "RECORD is missing", True),
+    "record_hash_mismatch": Case(record_hash_mismatch, "RECORD hash mismatch", True),
+    "record_size_mismatch": Case(record_size_mismatch, "RECORD size mismatch", True),
+    "unlisted_file": Case(unlisted_file, "'evil/sneaky.py' is not listed in RECORD", True),
+    "record_escape": Case(record_escape, "points outside the environment", True),
+    "record_md5": Case(record_md5, "sha256 or stronger is required", True),
+}
+
+
+def write_corpus(root: Path) -> dict[str, Path]:
+    """Each case in its own folder (the wheels share a filename)."""
+    return {name: case.make(root / name) for name, case in CASES.items()}
+
+
+if __name__ == "__main__":
+    for n, p in write_corpus(Path(sys.argv[1])).items():
+        print(f"{n}: {p}")

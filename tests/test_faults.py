@@ -1,0 +1,224 @@
+"""Fault injection: every failed install leaves the environment byte-for-byte as it was."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from installer.wheelwriter import write_wheel
+from tests.envsnap import WH, diff, make_venv, site_packages, snapshot, wh
+
+N = 5  # packages p1..p5, p(k) requires p(k-1): five install batches
+
+
+def chain(house: Path, version: str, *, changed: bool) -> None:
+    """p1..p5 at ``version``; the 'changed' release moves files around and adds scripts/data."""
+    for k in range(1, N + 1):
+        name = f"p{k}"
+        files = {f"{name}/__init__.py": f"V = {version!r}\n".encode()}
+        files[f"{name}/{'new' if changed else 'old'}_{k}.py"] = b"pass\n"
+        files[f"{name}-{version}.data/data/share/{name}/notes.txt"] = version.encode()
+        extra = {"entry_points.txt": f"[console_scripts]\n{name}-cli = {name}:V\n".encode()}
+        write_wheel(
+            house,
+            name,
+            version,
+            files,
+            requires_dist=[f"p{k - 1}=={version}"] if k > 1 else [],
+            extra_dist_info=extra,
+        )
+
+
+@dataclass
+class Scene:
+    root: Path
+    venv: Path
+    before: dict[str, str]
+
+    def install_new(
+        self, *extra: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return wh(
+            "install", "-r", "p5==2.0", "--wheelhouse", "new", "--python", self.venv,
+            "--lockfile", "new.toml", *extra, cwd=self.root, env=env,
+        )  # fmt: skip
+
+    def assert_unchanged(self) -> None:
+        assert diff(self.before, snapshot(self.venv)) == []
+        assert not (self.venv / ".wh-journal").exists()
+
+
+@pytest.fixture
+def scene(tmp_path: Path) -> Scene:
+    chain(tmp_path / "old", "1.0", changed=False)
+    chain(tmp_path / "new", "2.0", changed=True)
+    venv = make_venv(tmp_path / "venv")
+    done = wh(
+        "install", "-r", "p5==1.0", "--wheelhouse", "old", "--python", venv,
+        "--lockfile", "old.toml", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # an orphan file nobody owns, and python's own bytecode for an installed module
+    (site_packages(venv) / "orphan.txt").write_text("mine\n")
+    subprocess.run([venv / "bin" / "python", "-c", "import p2.old_2"], check=True)
+    return Scene(tmp_path, venv, snapshot(venv))
+
+
+def test_the_new_release_installs_cleanly(scene: Scene) -> None:
+    done = scene.install_new()
+    assert done.returncode == 0, done.stderr
+    sp = site_packages(scene.venv)
+    assert (sp / "p2" / "new_2.py").is_file()
+    assert not (sp / "p2" / "old_2.py").exists()
+    assert not (sp / "p1-1.0.dist-info").exists()
+    assert (scene.venv / "share" / "p3" / "notes.txt").read_text() == "2.0"
+    assert (scene.venv / "bin" / "p4-cli").is_file()
+    assert (sp / "orphan.txt").read_text() == "mine\n"
+    assert not (scene.venv / ".wh-journal").exists()
+
+
+def test_failure_at_batch_3_of_5_rolls_back(scene: Scene) -> None:
+    done = scene.install_new(env={"WH_TEST_FAULT": "3:fail"})
+    assert done.returncode == 7, done.stderr
+    assert "injected fault after batch 3" in done.stderr
+    assert "the environment was restored" in done.stderr
+    scene.assert_unchanged()
+
+
+def test_a_real_backend_failure_rolls_back(scene: Scene) -> None:
+    """uv itself fails at p3: a folder sits where p3 2.0 wants to write a file."""
+    sp = site_packages(scene.venv)
+    (sp / "p3" / "new_3.py").mkdir()
+    (sp / "p3" / "new_3.py" / "keep.txt").write_text("x")
+    scene.before = snapshot(scene.venv)
+    done = scene.install_new()
+    assert done.returncode == 7, done.stderr
+    assert "uv install failed" in done.stderr
+    assert "installing level 3/5" in done.stderr  # levels 1 and 2 had been installed
+    scene.assert_unchanged()
+
+
+def test_verification_failure_rolls_back(scene: Scene) -> None:
+    done = scene.install_new("--check-import", "no_such_module_anywhere")
+    assert done.returncode == 8, done.stderr
+    assert "import no_such_module_anywhere failed" in done.stderr
+    scene.assert_unchanged()
+
+
+def _start(scene: Scene, fault: str) -> tuple[subprocess.Popen[str], Path]:
+    log = scene.root / "install.log"
+    env = {**os.environ, "WH_TEST_FAULT": fault, "WH_CACHE_DIR": str(scene.root / ".wh-cache")}
+    env.pop("VIRTUAL_ENV", None)
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(WH), "install", "-r", "p5==2.0", "--wheelhouse", "new",
+             "--python", str(scene.venv), "--lockfile", "new.toml"],
+            cwd=scene.root, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while "wh-test: sleeping" not in log.read_text():
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return proc, log
+
+
+def test_sigkill_mid_install_is_rolled_back_by_the_next_wh(scene: Scene) -> None:
+    proc, _log = _start(scene, "3:sleep:60")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    assert (scene.venv / ".wh-journal" / "journal.json").is_file()
+    assert diff(scene.before, snapshot(scene.venv)) != []  # half installed
+    done = wh("verify", "--lockfile", "old.toml", "--python", scene.venv, cwd=scene.root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "rolled back the interrupted install" in done.stderr
+    scene.assert_unchanged()
+    again = scene.install_new()
+    assert again.returncode == 0, again.stderr
+
+
+def test_sigkill_then_next_install_recovers_first(scene: Scene) -> None:
+    proc, _log = _start(scene, "2:sleep:60")
+    proc.kill()
+    proc.wait(10)
+    done = scene.install_new()
+    assert done.returncode == 0, done.stderr
+    assert "rolled back the interrupted install" in done.stderr
+    assert not (scene.venv / ".wh-journal").exists()
+
+
+def test_ctrl_c_mid_install_rolls_back(scene: Scene) -> None:
+    proc, log = _start(scene, "4:sleep:60")
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) != 0
+    scene.assert_unchanged()
+    assert "Aborted" in log.read_text()
+
+
+def test_wh_recover_command(scene: Scene) -> None:
+    proc, _log = _start(scene, "1:sleep:60")
+    proc.kill()
+    proc.wait(10)
+    done = wh("recover", "--python", scene.venv, cwd=scene.root)
+    assert done.returncode == 0, done.stderr
+    assert "rolled back" in done.stdout
+    scene.assert_unchanged()
+    done = wh("recover", "--python", scene.venv, cwd=scene.root)
+    assert done.stdout.strip() == "nothing to recover"
+
+
+def test_second_installer_waits_or_fails_naming_the_holder(scene: Scene) -> None:
+    proc, _log = _start(scene, "2:sleep:4")
+    busy = scene.install_new("--lock-timeout", "0.5")
+    assert busy.returncode == 12, busy.stderr
+    assert f"wh (pid {proc.pid}, `wh install`" in busy.stderr
+    patient = scene.install_new("--lock-timeout", "60")
+    assert patient.returncode == 0, patient.stderr
+    assert f"waiting for wh (pid {proc.pid}" in patient.stderr
+    assert proc.wait(30) == 0
+    done = wh("verify", "--lockfile", "new.toml", "--python", scene.venv, cwd=scene.root)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)],
+            check=True,
+            capture_output=True,
+        )
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {exc}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_full_disk_rolls_back(tmp_path: Path, small_disk: Path) -> None:
+    house = tmp_path / "house"
+    write_wheel(house, "small", "1.0", {"small/__init__.py": b"s = 1\n"})
+    write_wheel(house, "small", "2.0", {"small/__init__.py": b"s = 2\n" * 1000})
+    # incompressible, bigger than what is left on the disk
+    big = {"big/__init__.py": b"", "big/blob.bin": secrets.token_bytes(4 << 20)}
+    write_wheel(house, "big", "1.0", big, requires_dist=["small==2.0"])
+    venv = make_venv(small_disk / "venv")
+    ok = wh("install", "-r", "small==1.0", "--wheelhouse", house, "--python", venv,
+            "--lockfile", "small.toml", cwd=tmp_path)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    before = snapshot(venv)
+    done = wh("install", "-r", "big", "--wheelhouse", house, "--python", venv,
+              "--lockfile", "big.toml", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 7, done.stderr
+    assert "No space left on device" in done.stderr or "os error 28" in done.stderr
+    assert diff(before, snapshot(venv)) == []
+    assert not (venv / ".wh-journal").exists()

@@ -1,0 +1,191 @@
+"""The install journal, in-process over a real venv: begin, roll back, recover, commit."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from installer import journal
+from installer.environment import probe
+from installer.errors import WheelhouseError
+from installer.layout import Schemes, layout
+from installer.overwrite import clashes
+from installer.safeguard import preflight
+from installer.wheelwriter import write_wheel
+from tests.envsnap import diff, make_venv, site_packages, snapshot, wh
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with `lib 1.0` installed (copied per test)."""
+    root = tmp_path_factory.mktemp("jbase")
+    write_wheel(root / "house", "lib", "1.0", {"lib/__init__.py": b"1\n", "lib/a/x.py": b"x\n"})
+    venv = make_venv(root / "venv")
+    done = wh("install", "-r", "lib==1.0", "--wheelhouse", "house", "--python", venv, cwd=root)
+    assert done.returncode == 0, done.stderr
+    return venv
+
+
+@pytest.fixture
+def venv(base: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    dst = tmp_path / "venv"
+    shutil.copytree(base, dst, symlinks=True)
+    # the copied venv's pyvenv.cfg and scripts still work: only site-packages matters here
+    return dst
+
+
+def _new_wheel(tmp_path: Path) -> Path:
+    files = {
+        "lib/__init__.py": b"2\n",
+        "lib/b/y.py": b"y\n",
+        "lib-2.0.data/scripts/lib-tool": b"#!python\n",
+        "lib-2.0.data/data/share/lib/doc.txt": b"doc\n",
+    }
+    return write_wheel(tmp_path / "house2", "lib", "2.0", files)
+
+
+def _simulate_install(venv: Path) -> None:
+    """What a backend does halfway: new files, a rewritten file, a new dist-info."""
+    sp = site_packages(venv)
+    (sp / "lib").mkdir(exist_ok=True)
+    (sp / "lib" / "__init__.py").write_text("2\n")
+    (sp / "lib" / "b").mkdir()
+    (sp / "lib" / "b" / "y.py").write_text("y\n")
+    (sp / "lib-2.0.dist-info").mkdir()
+    (sp / "lib-2.0.dist-info" / "METADATA").write_text("Name: lib\n")
+    (venv / "bin" / "lib-tool").write_text("#!python\n")
+    (venv / "share" / "lib").mkdir(parents=True)
+    (venv / "share" / "lib" / "doc.txt").write_text("doc\n")
+
+
+def _begin(venv: Path, tmp_path: Path) -> journal.Transaction:
+    env = probe(venv)
+    schemes = Schemes.of(env)
+    lay = layout(_new_wheel(tmp_path), schemes)
+    record = journal.plan_record(schemes, env.prefix, [lay], [env.dists["lib"]], "lib 2.0")  # type: ignore[index]
+    keep = [*schemes.site_dirs(), schemes.scripts, schemes.data]
+    return journal.Transaction.begin(env.prefix, record, keep)
+
+
+def test_begin_moves_the_old_distribution_aside(venv: Path, tmp_path: Path) -> None:
+    txn = _begin(venv, tmp_path)
+    sp = site_packages(venv)
+    assert not (sp / "lib-1.0.dist-info").exists()
+    assert not (sp / "lib").exists()  # emptied folders are pruned
+    assert txn.record.state == "moved"
+    assert journal.read(venv) is not None
+    txn.rollback()
+
+
+def test_rollback_restores_everything(venv: Path, tmp_path: Path) -> None:
+    before = snapshot(venv)
+    txn = _begin(venv, tmp_path)
+    _simulate_install(venv)
+    txn.rollback()
+    assert diff(before, snapshot(venv)) == []
+    assert not (venv / ".wh-journal").exists()
+
+
+def test_recover_after_a_crash_is_idempotent(venv: Path, tmp_path: Path) -> None:
+    before = snapshot(venv)
+    _begin(venv, tmp_path)
+    _simulate_install(venv)
+    record = journal.read(venv)
+    assert record is not None
+    # a crash halfway through a first rollback: only part of the backups went back
+    Path(record.moves[0]).parent.mkdir(parents=True, exist_ok=True)
+    (venv / ".wh-journal" / "backup" / "0").rename(record.moves[0])
+    done = journal.recover_if_needed(venv)
+    assert done is not None and "rolled back the interrupted install of lib 2.0" in done
+    assert diff(before, snapshot(venv)) == []
+    assert journal.recover_if_needed(venv) is None
+
+
+def test_a_committed_journal_is_finished_not_undone(venv: Path, tmp_path: Path) -> None:
+    txn = _begin(venv, tmp_path)
+    _simulate_install(venv)
+    after = {k: v for k, v in snapshot(venv).items() if not k.startswith(".wh-journal")}
+    from dataclasses import replace
+
+    journal._write(txn.dir, replace(txn.record, state="committed"))  # killed while committing
+    done = journal.recover_if_needed(venv)
+    assert done is not None and "completed the interrupted commit" in done
+    assert diff(after, snapshot(venv)) == []
+
+
+def test_an_empty_journal_folder_is_removed(venv: Path) -> None:
+    (venv / ".wh-journal" / "backup").mkdir(parents=True)
+    assert "empty install journal" in (journal.recover_if_needed(venv) or "")
+    assert not (venv / ".wh-journal").exists()
+
+
+def test_keyboard_interrupt_inside_a_transaction_rolls_back(venv: Path, tmp_path: Path) -> None:
+    env = probe(venv)
+    before = snapshot(venv)
+    lay = layout(_new_wheel(tmp_path), Schemes.of(env))
+    with (
+        pytest.raises(KeyboardInterrupt),
+        journal.transaction(
+            Schemes.of(env),
+            env.prefix,
+            [lay],
+            [env.dists["lib"]],
+            "lib 2.0",  # type: ignore[index]
+        ),
+    ):
+        _simulate_install(venv)
+        raise KeyboardInterrupt
+    assert diff(before, snapshot(venv)) == []
+
+
+def test_begin_refuses_when_a_journal_exists(venv: Path, tmp_path: Path) -> None:
+    (venv / ".wh-journal").mkdir()
+    from installer.errors import InstallError
+
+    with pytest.raises(InstallError, match="unfinished install journal") as err:
+        _begin(venv, tmp_path)
+    assert "wh recover" in err.value.hint
+
+
+def test_layout_maps_schemes(venv: Path, tmp_path: Path) -> None:
+    env = probe(venv)
+    lay = layout(_new_wheel(tmp_path), Schemes.of(env))
+    paths = {os.path.relpath(t.path, os.path.realpath(venv)) for t in lay.files}
+    sp = os.path.relpath(os.path.realpath(site_packages(venv)), os.path.realpath(venv))
+    assert f"{sp}/lib/b/y.py" in paths
+    assert "bin/lib-tool" in paths
+    assert "share/lib/doc.txt" in paths
+    assert f"{sp}/lib-2.0.dist-info/INSTALLER" in paths
+
+
+def test_allow_overwrite(venv: Path, tmp_path: Path) -> None:
+    env = probe(venv)
+    squat = write_wheel(tmp_path / "h", "squat", "1.0", {"lib/__init__.py": b"mine\n"})
+    lay = layout(squat, Schemes.of(env))
+    found = clashes([lay], env.dists)
+    assert [(c.writer, c.owner) for c in found] == [("squat", "lib")]
+    assert clashes([lay], env.dists, allow_overwrite=["squat"]) == []
+    assert clashes([lay], env.dists, allow_overwrite=["LIB"]) == []
+    with pytest.raises(WheelhouseError, match="would be overwritten"):
+        preflight(env, [squat])
+    assert preflight(env, [squat], allow_overwrite=["squat"])
+
+
+def test_identical_files_are_no_clash(venv: Path, tmp_path: Path) -> None:
+    env = probe(venv)
+    twin = write_wheel(tmp_path / "h", "twin", "1.0", {"lib/__init__.py": b"1\n"})
+    assert clashes([layout(twin, Schemes.of(env))], env.dists) == []
+
+
+def test_two_new_wheels_writing_one_file_clash(venv: Path, tmp_path: Path) -> None:
+    env = probe(venv)
+    a = write_wheel(tmp_path / "h", "aa", "1.0", {"shared/x.py": b"a\n"})
+    b = write_wheel(tmp_path / "h", "bb", "1.0", {"shared/x.py": b"b\n"})
+    found = clashes([layout(a, Schemes.of(env)), layout(b, Schemes.of(env))], env.dists)
+    assert [c.describe().split(" (")[0] for c in found] == [
+        f"bb would overwrite {found[0].path}, owned by aa"
+    ]

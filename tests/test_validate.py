@@ -1,0 +1,98 @@
+"""Wheel validation: each hostile wheel is refused with its reason; sound wheels pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from installer.errors import WheelhouseError
+from installer.validate import Limits, ambiguous, check_wheels, problems, unsafe_path
+from installer.wheelfile import read_meta, to_wheel
+from tests.factory import make_wheel
+from tests.hostile import CASES
+
+
+def test_a_factory_wheel_is_sound(tmp_path: Path) -> None:
+    w = make_wheel(tmp_path, "good", "1.0", files={"good/__init__.py": b"", "good/a.py": b"x"})
+    assert problems(w) == []
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hostile_wheel_is_refused(tmp_path: Path, case: str) -> None:
+    wheel = CASES[case].make(tmp_path)
+    found = problems(wheel)
+    assert any(CASES[case].expect in p for p in found), found
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_scan_acceptance_is_as_documented(tmp_path: Path, case: str) -> None:
+    """Cases the scan lets through are the ones only validation stops."""
+    from installer.wheelfile import WheelProblem
+
+    wheel = CASES[case].make(tmp_path)
+    try:
+        read_meta(wheel)
+        accepted = True
+    except WheelProblem:
+        accepted = False
+    assert accepted == CASES[case].scan_accepts
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    a = CASES["dotdot"].make(tmp_path / "a")
+    b = CASES["record_hash_mismatch"].make(tmp_path / "b")
+    good = make_wheel(tmp_path / "c", "good", "1.0")
+    with pytest.raises(WheelhouseError) as err:
+        check_wheels([a, good, b])
+    assert err.value.exit_code == 3
+    text = "\n".join(err.value.details)
+    assert "escapes the install root" in text
+    assert "RECORD hash mismatch" in text
+    assert "good" not in text
+
+
+def test_limits_are_parameters(tmp_path: Path) -> None:
+    w = make_wheel(tmp_path, "big", "1.0", files={"big/zeros": bytes(200_000)})
+    assert problems(w) == []
+    tight = Limits(max_total_bytes=100_000)
+    assert any("more than the limit" in p for p in problems(w, tight))
+    ratio = Limits(max_ratio=10, ratio_min_bytes=1000)
+    assert any("zip bomb" in p for p in problems(w, ratio))
+
+
+@pytest.mark.parametrize(
+    ("name", "bad"),
+    [
+        ("a/b.py", False),
+        ("a/../b.py", True),
+        ("/etc/passwd", True),
+        ("c:/x", True),
+        ("D:x", True),
+        ("a\\b", True),
+        ("a/\x00b", True),
+        ("a/\x1bb", True),
+        ("a//b", True),
+        ("./a", True),
+    ],
+)
+def test_unsafe_paths(name: str, bad: bool) -> None:
+    assert (unsafe_path(name) is not None) == bad
+
+
+def test_same_identity_in_two_files_is_ambiguous(tmp_path: Path) -> None:
+    a = make_wheel(tmp_path, "dup", "1.0")
+    b = make_wheel(tmp_path / "x", "dup", "1.0.0", files={"dup/__init__.py": b"other\n"})
+    b = b.rename(tmp_path / b.name)
+    rebuilt = make_wheel(tmp_path / "y", "dup", "1.0", build="1", files={"dup/x.py": b""})
+
+    def wheel(p: Path) -> object:
+        from installer.hashing import sha256_file
+
+        return to_wheel(p, read_meta(p), p.stat().st_size, sha256_file(p))
+
+    wheels = [wheel(a), wheel(b), wheel(rebuilt)]
+    found = ambiguous(wheels)  # type: ignore[arg-type]
+    assert len(found) == 1
+    assert "dup 1.0" in found[0] and a.name in found[0] and b.name in found[0]
+    assert ambiguous(wheels, {"other"}) == []  # type: ignore[arg-type]
