@@ -64,12 +64,8 @@ def run_wh(
 
 
 def site_snapshot(python: Path) -> dict[str, str]:
-    """Every file of a venv with its sha256: to prove an environment unchanged."""
-    import hashlib
+    """Every path of a venv with its sha256 (tests.envsnap), bytecode caches left out."""
+    from tests.envsnap import snapshot
 
-    root = python.parent.parent
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts and p.name != ".wh-install.lock":
-            out[p.relative_to(root).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
+    full = snapshot(python.parent.parent)
+    return {k: v for k, v in full.items() if "__pycache__" not in k.split("/")}
