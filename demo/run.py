@@ -32,11 +32,11 @@ def build_wheel(src: Path, out_dir: Path) -> Path:
     )
 
 
-def wh(*args: str | Path, expect: int = 0, offline: bool = False) -> None:
+def wh(*args: str | Path, expect: int = 0, offline: bool = True) -> None:
     cmd = [str(Path(sys.executable).with_name("wh")), *map(str, args)]
     if offline and shutil.which("unshare"):
         probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False)
-        if probe.returncode == 0:
+        if probe.returncode == 0:  # a network namespace with no network: proof, not promise
             cmd = ["unshare", "-n", *cmd]
     print(f"\n$ {' '.join(cmd)}", flush=True)
     rc = subprocess.run(cmd, check=False).returncode
@@ -61,10 +61,10 @@ def main() -> None:
     print("\n== 1. what pip would face: the app pins demo-kernel==0.4.1, only 0.4.3 exists")
     wh("lock", "naive", *common, "--python", python, "--lockfile", OUT / "naive.toml", expect=4)
     print("\n== 2. lock with the override, the undeclared dependency and the protection")
-    wh("lock", "ocr-demo", *common, "--python", python, "--lockfile", lock, offline=True)
+    wh("lock", "ocr-demo", *common, "--python", python, "--lockfile", lock)
     print("\n== 3. the plan, then the install, with no network")
     wh("install", "ocr-demo", "--locked", "--dry-run", "--lockfile", lock, "--python", python)
-    wh("install", "ocr-demo", "--locked", "--lockfile", lock, "--python", python, offline=True)
+    wh("install", "ocr-demo", "--locked", "--lockfile", lock, "--python", python)
     print("\n== 4. a forced reinstall never replaces the protected +cu130 build")
     wh(
         "install",
@@ -75,7 +75,6 @@ def main() -> None:
         lock,
         "--python",
         python,
-        offline=True,
     )
     wh("why", "demo-kernel", "--lockfile", lock)
     print("\ndemo: verification passed; the lock is", lock)
