@@ -131,7 +131,7 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         ]
         ok = order_prereleases(ok, self.prereleases)
         if extras:
-            return [Candidate(c.name, c.version, c.wheel, c.requires, c.pinned, extras) for c in ok]
+            return [Candidate(c.name, c.version, c.wheel, c.declared, c.pinned, extras) for c in ok]
         return ok
 
     @staticmethod
@@ -303,7 +303,7 @@ def requirement_chain(
         for c in index.candidates(need.name):
             if not _Provider._satisfies(need, c):
                 continue
-            node = Candidate(c.name, c.version, c.wheel, c.requires, c.pinned, need.extras)
+            node = Candidate(c.name, c.version, c.wheel, c.declared, c.pinned, need.extras)
             k = (node.name, node.version, node.extras)
             if k in came:
                 continue
@@ -351,7 +351,7 @@ def _assemble(
         cand = base[name]
         ex = frozenset(extras[name])
         views = [cand] + (
-            [Candidate(cand.name, cand.version, cand.wheel, cand.requires, cand.pinned, ex)]
+            [Candidate(cand.name, cand.version, cand.wheel, cand.declared, cand.pinned, ex)]
             if ex
             else []
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import zipfile
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
+from functools import cached_property
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -37,15 +38,21 @@ class WheelMeta:
 
 @dataclass(frozen=True)
 class Wheel:
-    """A usable wheel in a wheelhouse, with parsed metadata, size and sha256."""
+    """A usable wheel in a wheelhouse, with parsed metadata, size and sha256.
+
+    ``requires_dist`` and ``requires_python`` are parsed from their text on first use: a
+    lock reads the dependencies of the few wheels the resolver visits, not of every wheel
+    in the folder. ``to_wheel`` checks the text parses before a Wheel is handed out (the
+    scan cache remembers that it did), so the lazy parse cannot fail later.
+    """
 
     path: Path
     name: NormalizedName
     version: Version
     tags: frozenset[Tag]
     build: tuple[int, str] | tuple[()]
-    requires_dist: tuple[Requirement, ...] = field(compare=False)
-    requires_python: SpecifierSet | None = field(compare=False)
+    requires_dist_text: tuple[str, ...] = field(compare=False)
+    requires_python_text: str | None = field(compare=False)
     provides_extra: tuple[NormalizedName, ...] = field(compare=False)
     size: int = field(compare=False)
     sha256: str = field(compare=False)
@@ -54,6 +61,14 @@ class Wheel:
     @property
     def filename(self) -> str:
         return self.path.name
+
+    @cached_property
+    def requires_dist(self) -> tuple[Requirement, ...]:
+        return tuple(Requirement(text) for text in self.requires_dist_text)
+
+    @cached_property
+    def requires_python(self) -> SpecifierSet | None:
+        return SpecifierSet(self.requires_python_text) if self.requires_python_text else None
 
     def __str__(self) -> str:
         return self.filename
@@ -107,10 +122,35 @@ def read_meta(path: Path) -> WheelMeta:
 
 
 def to_wheel(
-    path: Path, meta: WheelMeta, size: int, sha256: str, *, built_locally: bool = False
+    path: Path,
+    meta: WheelMeta,
+    size: int,
+    sha256: str,
+    *,
+    built_locally: bool = False,
+    checked: bool = False,
 ) -> Wheel:
-    """Parse the string metadata into a Wheel; raise WheelProblem on invalid fields."""
+    """A Wheel from the string metadata; raise WheelProblem on invalid fields.
+
+    ``checked`` says the fields were already found valid (the scan cache records it), so
+    they are left to be parsed lazily, only if used.
+    """
     name, version, build, tags = parse_wheel_filename(path.name)
+    wheel = Wheel(
+        path=path,
+        name=name,
+        version=version,
+        tags=tags,
+        build=build,
+        requires_dist_text=tuple(meta.requires_dist),
+        requires_python_text=meta.requires_python or None,
+        provides_extra=tuple(canonicalize_name(e) for e in meta.provides_extra),
+        size=size,
+        sha256=sha256,
+        built_locally=built_locally,
+    )
+    if checked:
+        return wheel
     reqs: list[Requirement] = []
     for text in meta.requires_dist:
         try:
@@ -123,16 +163,7 @@ def to_wheel(
             rp = SpecifierSet(meta.requires_python)
         except InvalidSpecifier as exc:
             raise WheelProblem(f"invalid Requires-Python {meta.requires_python!r}") from exc
-    return Wheel(
-        path=path,
-        name=name,
-        version=version,
-        tags=tags,
-        build=build,
-        requires_dist=tuple(reqs),
-        requires_python=rp,
-        provides_extra=tuple(canonicalize_name(e) for e in meta.provides_extra),
-        size=size,
-        sha256=sha256,
-        built_locally=built_locally,
-    )
+    # Parsed already: keep the values (a frozen dataclass; cached_property lives in __dict__).
+    wheel.__dict__["requires_dist"] = tuple(reqs)
+    wheel.__dict__["requires_python"] = rp
+    return wheel
