@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -167,6 +167,39 @@ def scan(
         except WheelProblem as exc:
             problems.append(Problem(p, str(exc)))
     return Wheelhouse(root=root, wheels=tuple(wheels), problems=tuple(problems))
+
+
+def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
+    """The sha256 the scan cache holds for each file still as it was when it was hashed.
+
+    A file counts as unchanged when its (size, mtime_ns, inode) equal those recorded when
+    its bytes were hashed: the same test a rescan trusts, so a digest the lock was made
+    from is not recomputed before install. Files without such an entry are left out (the
+    caller hashes them). Set ``WH_VERIFY_REHASH=1`` to trust nothing.
+    """
+    if os.environ.get("WH_VERIFY_REHASH", "") not in ("", "0"):
+        return {}
+    by_dir: dict[Path, list[Path]] = {}
+    for p in paths:
+        by_dir.setdefault(p.parent, []).append(p)
+    out: dict[Path, str] = {}
+    for folder, files in by_dir.items():
+        try:
+            data = json.loads(_cache_file(folder).read_text(encoding="utf-8"))
+            entries = data["entries"] if data.get("version") == _CACHE_VERSION else {}
+        except (OSError, ValueError, KeyError):
+            continue
+        for p in files:
+            e = entries.get(p.name)
+            if not isinstance(e, dict) or "sha256" not in e or "problem" in e:
+                continue
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            if e.get("stat") == _stat_key(st):
+                out[p] = str(e["sha256"])
+    return out
 
 
 def _write_cache(cfile: Path, entries: dict[str, dict[str, object]]) -> None:
