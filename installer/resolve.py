@@ -35,6 +35,11 @@ class Need:
     original: str | None = None  # set when an override rewrote it
     override_reason: str = ""
     exact: Version | None = None  # ties an extras candidate to its base version
+    # Which versions satisfy this Need, decided once each: resolvelib re-checks every pin
+    # against every requirement each round, and specifier matching dominates otherwise.
+    verdicts: dict[Version, bool] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
 
     @property
     def identifier(self) -> str:
@@ -136,9 +141,15 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
 
     @staticmethod
     def _satisfies(req: Need, cand: Candidate) -> bool:
-        if req.exact is not None:
-            return cand.version == req.exact
-        return req.specifier.contains(cand.version, prereleases=True)
+        version = cand.version
+        ok = req.verdicts.get(version)
+        if ok is None:
+            if req.exact is not None:
+                ok = version == req.exact
+            else:
+                ok = req.specifier.contains(version, prereleases=True)
+            req.verdicts[version] = ok
+        return ok
 
     def is_satisfied_by(self, requirement: Need, candidate: Candidate) -> bool:
         return self._satisfies(requirement, candidate)
