@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import resolvelib
@@ -214,28 +215,31 @@ def to_need(
     req: Requirement, parent: str, target: Target, overrides: Mapping[NormalizedName, Override]
 ) -> tuple[Need, Applied | None]:
     new, ov = apply_override(req, overrides, target)
-    plain = Requirement(str(new))
-    plain.marker = None
+    plain = _markerless(str(new))
+    original = _markerless(str(req)) if ov else None
     need = Need(
         name=canonicalize_name(new.name),
         specifier=new.specifier,
         extras=frozenset(canonicalize_name(e) for e in new.extras),
         parent=parent,
-        text=str(plain),
-        original=str(_no_marker(req)) if ov else None,
+        text=plain,
+        original=original,
         override_reason=ov.reason if ov else "",
     )
-    original = str(_no_marker(req))
     app = (
-        Applied(parent, original, str(plain), ov.reason) if ov and original != str(plain) else None
+        Applied(parent, original, plain, ov.reason)
+        if ov and original is not None and original != plain
+        else None
     )
     return need, app
 
 
-def _no_marker(req: Requirement) -> Requirement:
-    r = Requirement(str(req))
+@cache
+def _markerless(text: str) -> str:
+    """A requirement's text without its marker (the same text reparses to the same answer)."""
+    r = Requirement(text)
     r.marker = None
-    return r
+    return str(r)
 
 
 def resolve(
