@@ -62,10 +62,22 @@ def _read_one(path: Path) -> WheelMeta | str:
         return str(exc)
 
 
-def _scan_one(path: Path) -> tuple[WheelMeta | str, str | None]:
-    """One task per file: its METADATA, then its sha256 while the file is hot in cache."""
+def _scan_one(path: Path) -> tuple[WheelMeta | str, str | None, str | None]:
+    """One task per file: METADATA, its check, then the sha256 (while the file is hot).
+
+    Returns the metadata (or the problem reading it), the digest, and the problem the
+    check found (requirements that do not parse), if any. The Python work here overlaps
+    other files' hashing, which releases the GIL.
+    """
     meta = _read_one(path)
-    return meta, (None if isinstance(meta, str) else sha256_file(path))
+    if isinstance(meta, str):
+        return meta, None, None
+    try:
+        to_wheel(path, meta, 0, "")
+        problem = None
+    except WheelProblem as exc:
+        problem = str(exc)
+    return meta, sha256_file(path), problem
 
 
 def _to_meta(raw: dict[str, Any]) -> WheelMeta:
@@ -130,17 +142,15 @@ def scan(
         on_total(len(stale))
     done = parallel_map(_scan_one, stale, on_done=on_hashed)
     for p in stale:
-        m, digest = done[p]
+        m, digest, problem = done[p]
         entry: dict[str, Any] = {"stat": _stat_key(stats[p])}
         if isinstance(m, str):
             entry["problem"] = m
         else:
             entry["meta"] = asdict(m)
             entry["sha256"] = digest
-            try:  # the check the cache remembers: requirements and Requires-Python parse
-                to_wheel(p, m, stats[p].st_size, str(digest))
-            except WheelProblem as exc:
-                entry["problem"] = str(exc)
+            if problem is not None:  # the check the cache remembers
+                entry["problem"] = problem
         entries[p.name] = entry
 
     if use_cache and (stale or set(cached) != set(entries)):
