@@ -53,6 +53,9 @@ except ModuleNotFoundError:  # Python 3.10
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
+# Subprocesses run in a scratch folder: ``python -m`` puts the cwd first on sys.path, and
+# the repo's own ``installer`` would shadow the one ``--wh-src`` names.
+CWD = [Path(tempfile.gettempdir())]
 
 # --- child programs (self-contained, so they also run against another wh checkout) ---------
 
@@ -130,7 +133,7 @@ def run(cmd: Sequence[str | Path], *, env: dict[str, str] | None = None, check: 
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         p = subprocess.Popen(
-            [str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO
+            [str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=CWD[0]
         )
         _pid, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
@@ -656,8 +659,11 @@ def main(argv: list[str] | None = None) -> int:
     a.work.mkdir(parents=True, exist_ok=True)
     only = set(a.only or ["lock", "install", "resolve", "startup"])
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=a.work))
+    CWD[0] = scratch
     bench = Bench(a, scratch)
     desc = machine()
+    under_test = run([PY, "-c", "import installer; print(installer.__file__)"], env=bench.env)
+    desc += f"; wh under test: {Path(under_test.out.strip()).parent}"
     print(f"machine: {desc}", flush=True)
     try:
         if "resolve" in only:
