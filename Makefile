@@ -22,7 +22,7 @@ unit: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	$(PY) -m tests.bench
+	$(PY) -m tests.bench $(BENCH_ARGS)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

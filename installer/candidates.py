@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+from packaging.tags import Tag
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
@@ -28,14 +29,24 @@ class Pinned:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One version of one package that can be chosen; ``wheel`` is None for a pinned install."""
+    """One version of one package that can be chosen; ``wheel`` is None for a pinned install.
+
+    ``declared`` requirements replace the wheel's (a pin, an installed copy); None means the
+    wheel's own Requires-Dist, parsed only when the resolver asks for them.
+    """
 
     name: NormalizedName
     version: Version
     wheel: Wheel | None
-    requires: tuple[Requirement, ...] = field(compare=False)
+    declared: tuple[Requirement, ...] | None = field(compare=False)
     pinned: bool = False
     extras: frozenset[NormalizedName] = frozenset()
+
+    @property
+    def requires(self) -> tuple[Requirement, ...]:
+        if self.declared is not None:
+            return self.declared
+        return self.wheel.requires_dist if self.wheel is not None else ()
 
     def __str__(self) -> str:
         extras = f"[{','.join(sorted(self.extras))}]" if self.extras else ""
@@ -45,7 +56,7 @@ class Candidate:
     def base(self) -> Candidate:
         if not self.extras:
             return self
-        return Candidate(self.name, self.version, self.wheel, self.requires, self.pinned)
+        return Candidate(self.name, self.version, self.wheel, self.declared, self.pinned)
 
 
 @dataclass(frozen=True)
@@ -80,13 +91,18 @@ class CandidateIndex:
         for w in wheels:
             grouped[w.name].append(w)
         index = cls(target=target, pins=pins, installed=dict(installed or {}))
+        # Wheels share tag sets and Requires-Python texts: decide each distinct one once.
+        ranks: dict[frozenset[Tag], int | None] = {}
+        pythons: dict[str | None, bool] = {}
         for name in sorted(grouped):
             ws = sorted(grouped[name], key=lambda w: w.filename)
             index.all_wheels[name] = ws
             best: dict[Version, tuple[tuple[int, int, str], Wheel]] = {}
             rejected: list[Rejected] = []
             for w in ws:
-                rank = target.wheel_rank(w.tags)
+                if w.tags not in ranks:
+                    ranks[w.tags] = target.wheel_rank(w.tags)
+                rank = ranks[w.tags]
                 if rank is None:
                     tags = ", ".join(sorted(str(t) for t in w.tags))
                     rejected.append(
@@ -95,7 +111,10 @@ class CandidateIndex:
                         )
                     )
                     continue
-                if not target.allows_python(w.requires_python):
+                rp = w.requires_python_text
+                if rp not in pythons:
+                    pythons[rp] = target.allows_python(w.requires_python)
+                if not pythons[rp]:
                     rejected.append(
                         Rejected(
                             w.filename,
@@ -111,7 +130,7 @@ class CandidateIndex:
                     best[w.version] = (key, w)
             index.rejected[name] = rejected
             index.by_name[name] = [
-                Candidate(name, v, w, w.requires_dist)
+                Candidate(name, v, w, None)
                 for v, (_k, w) in sorted(best.items(), key=lambda kv: kv[0], reverse=True)
             ]
         return index

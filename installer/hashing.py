@@ -7,6 +7,9 @@ import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _CHUNK = 1 << 20
 
@@ -23,12 +26,21 @@ def sha256_many(
     paths: Iterable[Path], *, on_done: Callable[[Path], None] | None = None
 ) -> dict[Path, str]:
     """Hash every path once, in parallel; ``on_done`` is called as each finishes."""
+    return parallel_map(sha256_file, paths, on_done=on_done)
+
+
+def parallel_map(
+    fn: Callable[[Path], T], paths: Iterable[Path], *, on_done: Callable[[Path], None] | None = None
+) -> dict[Path, T]:
+    """``fn`` of every path on a thread pool (for work that reads files and hashes them)."""
     todo = list(paths)
-    workers = min(len(todo), (os.cpu_count() or 2) * 2) or 1
-    out: dict[Path, str] = {}
+    if not todo:
+        return {}
+    workers = min(len(todo), (os.cpu_count() or 2) * 2)
+    out: dict[Path, T] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for path, digest in zip(todo, pool.map(sha256_file, todo), strict=True):
-            out[path] = digest
+        for path, value in zip(todo, pool.map(fn, todo), strict=True):
+            out[path] = value
             if on_done:
                 on_done(path)
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import resolvelib
@@ -35,6 +36,11 @@ class Need:
     original: str | None = None  # set when an override rewrote it
     override_reason: str = ""
     exact: Version | None = None  # ties an extras candidate to its base version
+    # Which versions satisfy this Need, decided once each: resolvelib re-checks every pin
+    # against every requirement each round, and specifier matching dominates otherwise.
+    verdicts: dict[Version, bool] = field(
+        default_factory=dict, compare=False, hash=False, repr=False
+    )
 
     @property
     def identifier(self) -> str:
@@ -131,14 +137,20 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         ]
         ok = order_prereleases(ok, self.prereleases)
         if extras:
-            return [Candidate(c.name, c.version, c.wheel, c.requires, c.pinned, extras) for c in ok]
+            return [Candidate(c.name, c.version, c.wheel, c.declared, c.pinned, extras) for c in ok]
         return ok
 
     @staticmethod
     def _satisfies(req: Need, cand: Candidate) -> bool:
-        if req.exact is not None:
-            return cand.version == req.exact
-        return req.specifier.contains(cand.version, prereleases=True)
+        version = cand.version
+        ok = req.verdicts.get(version)
+        if ok is None:
+            if req.exact is not None:
+                ok = version == req.exact
+            else:
+                ok = req.specifier.contains(version, prereleases=True)
+            req.verdicts[version] = ok
+        return ok
 
     def is_satisfied_by(self, requirement: Need, candidate: Candidate) -> bool:
         return self._satisfies(requirement, candidate)
@@ -203,28 +215,31 @@ def to_need(
     req: Requirement, parent: str, target: Target, overrides: Mapping[NormalizedName, Override]
 ) -> tuple[Need, Applied | None]:
     new, ov = apply_override(req, overrides, target)
-    plain = Requirement(str(new))
-    plain.marker = None
+    plain = _markerless(str(new))
+    original = _markerless(str(req)) if ov else None
     need = Need(
         name=canonicalize_name(new.name),
         specifier=new.specifier,
         extras=frozenset(canonicalize_name(e) for e in new.extras),
         parent=parent,
-        text=str(plain),
-        original=str(_no_marker(req)) if ov else None,
+        text=plain,
+        original=original,
         override_reason=ov.reason if ov else "",
     )
-    original = str(_no_marker(req))
     app = (
-        Applied(parent, original, str(plain), ov.reason) if ov and original != str(plain) else None
+        Applied(parent, original, plain, ov.reason)
+        if ov and original is not None and original != plain
+        else None
     )
     return need, app
 
 
-def _no_marker(req: Requirement) -> Requirement:
-    r = Requirement(str(req))
+@cache
+def _markerless(text: str) -> str:
+    """A requirement's text without its marker (the same text reparses to the same answer)."""
+    r = Requirement(text)
     r.marker = None
-    return r
+    return str(r)
 
 
 def resolve(
@@ -303,7 +318,7 @@ def requirement_chain(
         for c in index.candidates(need.name):
             if not _Provider._satisfies(need, c):
                 continue
-            node = Candidate(c.name, c.version, c.wheel, c.requires, c.pinned, need.extras)
+            node = Candidate(c.name, c.version, c.wheel, c.declared, c.pinned, need.extras)
             k = (node.name, node.version, node.extras)
             if k in came:
                 continue
@@ -351,7 +366,7 @@ def _assemble(
         cand = base[name]
         ex = frozenset(extras[name])
         views = [cand] + (
-            [Candidate(cand.name, cand.version, cand.wheel, cand.requires, cand.pinned, ex)]
+            [Candidate(cand.name, cand.version, cand.wheel, cand.declared, cand.pinned, ex)]
             if ex
             else []
         )

@@ -5,18 +5,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 from platformdirs import user_cache_dir
 
 from installer.errors import WheelhouseError
-from installer.hashing import sha256_many
+from installer.hashing import parallel_map, sha256_file
 from installer.wheelfile import Wheel, WheelMeta, WheelProblem, read_meta, to_wheel
 
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2  # 2: entries carry the verdict of to_wheel's checks
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,43 @@ def _stat_key(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ino]
 
 
+def _read_one(path: Path) -> WheelMeta | str:
+    """METADATA (from the zip's central directory and that member only), or the problem."""
+    try:
+        return read_meta(path)
+    except WheelProblem as exc:
+        return str(exc)
+
+
+def _scan_one(path: Path) -> tuple[WheelMeta | str, str | None, str | None]:
+    """One task per file: METADATA, its check, then the sha256 (while the file is hot).
+
+    Returns the metadata (or the problem reading it), the digest, and the problem the
+    check found (requirements that do not parse), if any. The Python work here overlaps
+    other files' hashing, which releases the GIL.
+    """
+    meta = _read_one(path)
+    if isinstance(meta, str):
+        return meta, None, None
+    try:
+        to_wheel(path, meta, 0, "")
+        problem = None
+    except WheelProblem as exc:
+        problem = str(exc)
+    return meta, sha256_file(path), problem
+
+
+def _to_meta(raw: dict[str, Any]) -> WheelMeta:
+    return WheelMeta(
+        filename=raw["filename"],
+        name=raw["name"],
+        version=raw["version"],
+        requires_dist=tuple(raw["requires_dist"]),
+        requires_python=raw["requires_python"],
+        provides_extra=tuple(raw["provides_extra"]),
+    )
+
+
 def scan(
     root: Path,
     *,
@@ -60,15 +98,29 @@ def scan(
     on_hashed: Callable[[Path], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> Wheelhouse:
-    """Read every ``*.whl`` directly in ``root``. Unchanged files cost only a stat call."""
+    """Read every ``*.whl`` directly in ``root``. Unchanged files cost only a stat call.
+
+    A changed or new file is read in one task on a worker thread: METADATA from the zip's
+    central directory, then every byte once for the sha256 (hashlib releases the GIL, so
+    files are hashed in parallel). Its metadata is checked (requirements parse) once and
+    the verdict is cached with it, so an unchanged wheelhouse parses no requirement: the
+    resolver parses those of the wheels it visits.
+    """
     if not root.is_dir():
         raise WheelhouseError(
             f"wheelhouse {root} does not exist or is not a folder",
             hint="pass --wheelhouse PATH, or create the folder and put wheels in it",
         )
-    paths = sorted(p for p in root.iterdir() if p.name.endswith(".whl") and p.is_file())
+    stats: dict[Path, os.stat_result] = {}
+    names: set[str] = set()
+    with os.scandir(root) as it:
+        for de in it:
+            names.add(de.name)
+            if de.name.endswith(".whl") and de.is_file():
+                stats[root / de.name] = de.stat()
+    paths = sorted(stats)
     cfile = _cache_file(root)
-    cached: dict[str, dict[str, object]] = {}
+    cached: dict[str, dict[str, Any]] = {}
     if use_cache and cfile.is_file():
         try:
             data = json.loads(cfile.read_text(encoding="utf-8"))
@@ -77,37 +129,28 @@ def scan(
         except (OSError, ValueError, KeyError):
             cached = {}
 
-    entries: dict[str, dict[str, object]] = {}
+    entries: dict[str, dict[str, Any]] = {}
     stale: list[Path] = []
-    stats: dict[Path, os.stat_result] = {}
     for p in paths:
-        st = p.stat()
-        stats[p] = st
         hit = cached.get(p.name)
-        if hit is not None and hit.get("stat") == _stat_key(st):
+        if hit is not None and hit.get("stat") == _stat_key(stats[p]):
             entries[p.name] = hit
         else:
             stale.append(p)
 
-    metas: dict[Path, WheelMeta | str] = {}
-    hashable: list[Path] = []
-    for p in stale:
-        try:
-            metas[p] = read_meta(p)
-            hashable.append(p)
-        except WheelProblem as exc:
-            metas[p] = str(exc)
     if on_total:
-        on_total(len(hashable))
-    digests = sha256_many(hashable, on_done=on_hashed)
+        on_total(len(stale))
+    done = parallel_map(_scan_one, stale, on_done=on_hashed)
     for p in stale:
-        m = metas[p]
-        entry: dict[str, object] = {"stat": _stat_key(stats[p])}
+        m, digest, problem = done[p]
+        entry: dict[str, Any] = {"stat": _stat_key(stats[p])}
         if isinstance(m, str):
             entry["problem"] = m
         else:
             entry["meta"] = asdict(m)
-            entry["sha256"] = digests[p]
+            entry["sha256"] = digest
+            if problem is not None:  # the check the cache remembers
+                entry["problem"] = problem
         entries[p.name] = entry
 
     if use_cache and (stale or set(cached) != set(entries)):
@@ -120,28 +163,53 @@ def scan(
         if "problem" in e:
             problems.append(Problem(p, str(e["problem"])))
             continue
-        raw = dict(e["meta"])  # type: ignore[call-overload]
-        meta = WheelMeta(
-            filename=raw["filename"],
-            name=raw["name"],
-            version=raw["version"],
-            requires_dist=tuple(raw["requires_dist"]),
-            requires_python=raw["requires_python"],
-            provides_extra=tuple(raw["provides_extra"]),
-        )
         try:
             wheels.append(
                 to_wheel(
                     p,
-                    meta,
+                    _to_meta(e["meta"]),
                     stats[p].st_size,
                     str(e["sha256"]),
-                    built_locally=p.with_name(p.name + ".build.json").is_file(),
+                    built_locally=p.name + ".build.json" in names,
+                    checked=True,
                 )
             )
         except WheelProblem as exc:
             problems.append(Problem(p, str(exc)))
     return Wheelhouse(root=root, wheels=tuple(wheels), problems=tuple(problems))
+
+
+def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
+    """The sha256 the scan cache holds for each file still as it was when it was hashed.
+
+    A file counts as unchanged when its (size, mtime_ns, inode) equal those recorded when
+    its bytes were hashed: the same test a rescan trusts, so a digest the lock was made
+    from is not recomputed before install. Files without such an entry are left out (the
+    caller hashes them). Set ``WH_VERIFY_REHASH=1`` to trust nothing.
+    """
+    if os.environ.get("WH_VERIFY_REHASH", "") not in ("", "0"):
+        return {}
+    by_dir: dict[Path, list[Path]] = {}
+    for p in paths:
+        by_dir.setdefault(p.parent, []).append(p)
+    out: dict[Path, str] = {}
+    for folder, files in by_dir.items():
+        try:
+            data = json.loads(_cache_file(folder).read_text(encoding="utf-8"))
+            entries = data["entries"] if data.get("version") == _CACHE_VERSION else {}
+        except (OSError, ValueError, KeyError):
+            continue
+        for p in files:
+            e = entries.get(p.name)
+            if not isinstance(e, dict) or "sha256" not in e or "problem" in e:
+                continue
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            if e.get("stat") == _stat_key(st):
+                out[p] = str(e["sha256"])
+    return out
 
 
 def _write_cache(cfile: Path, entries: dict[str, dict[str, object]]) -> None:

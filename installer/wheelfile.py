@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import bisect
+import os
+import struct
 import zipfile
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
+from functools import cached_property
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -37,15 +43,21 @@ class WheelMeta:
 
 @dataclass(frozen=True)
 class Wheel:
-    """A usable wheel in a wheelhouse, with parsed metadata, size and sha256."""
+    """A usable wheel in a wheelhouse, with parsed metadata, size and sha256.
+
+    ``requires_dist`` and ``requires_python`` are parsed from their text on first use: a
+    lock reads the dependencies of the few wheels the resolver visits, not of every wheel
+    in the folder. ``to_wheel`` checks the text parses before a Wheel is handed out (the
+    scan cache remembers that it did), so the lazy parse cannot fail later.
+    """
 
     path: Path
     name: NormalizedName
     version: Version
     tags: frozenset[Tag]
     build: tuple[int, str] | tuple[()]
-    requires_dist: tuple[Requirement, ...] = field(compare=False)
-    requires_python: SpecifierSet | None = field(compare=False)
+    requires_dist_text: tuple[str, ...] = field(compare=False)
+    requires_python_text: str | None = field(compare=False)
     provides_extra: tuple[NormalizedName, ...] = field(compare=False)
     size: int = field(compare=False)
     sha256: str = field(compare=False)
@@ -55,8 +67,162 @@ class Wheel:
     def filename(self) -> str:
         return self.path.name
 
+    @cached_property
+    def requires_dist(self) -> tuple[Requirement, ...]:
+        return tuple(Requirement(text) for text in self.requires_dist_text)
+
+    @cached_property
+    def requires_python(self) -> SpecifierSet | None:
+        return SpecifierSet(self.requires_python_text) if self.requires_python_text else None
+
     def __str__(self) -> str:
         return self.filename
+
+
+def _headers_only(text: str) -> str:
+    """METADATA up to the blank line that ends its headers (the long description can be
+    most of the file, and the email parser reads it line by line only to skip it).
+
+    The email parser splits lines at \\r\\n, \\r or \\n and ends the headers at the first
+    empty line: a line ending right after another, i.e. at the first "\\n\\n", "\\n\\r" or
+    "\\r\\r". Cutting just after that first line ending leaves the headers as they were.
+    """
+    cuts = [i for i in (text.find(s) for s in ("\n\n", "\n\r", "\r\r")) if i >= 0]
+    return text[: min(cuts) + 1] if cuts else text
+
+
+def _metadata_bytes(names: list[str], read: Callable[[str], bytes | None]) -> bytes | None:
+    """The one .dist-info's METADATA (WHEEL must exist too); None when ``read`` gives up."""
+    tops = {n.partition("/")[0] for n in names}
+    dist_infos = sorted(t for t in tops if t.endswith(".dist-info"))
+    if len(dist_infos) != 1:
+        found = ", ".join(dist_infos) or "none"
+        raise WheelProblem(f"expected exactly one .dist-info folder, found {found}")
+    di = dist_infos[0]
+    if f"{di}/WHEEL" not in names:
+        raise WheelProblem(f"{di}/WHEEL is missing")
+    if f"{di}/METADATA" not in names:
+        raise WheelProblem(f"{di}/METADATA is missing")
+    return read(f"{di}/METADATA")
+
+
+_EOCD = struct.Struct("<4s4H2LH")  # end of central directory, 22 bytes
+_CENTRAL = struct.Struct("<4s4xHH4xLLLHHH8xL")  # flags, method, crc, sizes, lengths, offset
+_LOCAL = struct.Struct("<4s2xH18xHH")  # signature, flags, name and extra lengths (30 bytes)
+
+
+def _plain_extra(buf: bytes, at: int, length: int) -> bool:
+    """An extra field zipfile would accept without using it: well formed, no zip64 record."""
+    end = at + length
+    if end > len(buf):
+        return False
+    while at + 4 <= end:
+        kind, size = struct.unpack_from("<HH", buf, at)
+        if kind == 1 or at + 4 + size > end:
+            return False
+        at += 4 + size
+    return True
+
+
+def _fast_zip(path: Path) -> tuple[list[str], Callable[[str], bytes | None]] | None:
+    """The member names and a member reader from one read of the central directory.
+
+    ``zipfile`` builds a ZipInfo per member (a torch wheel has tens of thousands); this reads
+    the plain case only (one disk, no zip64, no prepended data, ASCII names, stored or
+    deflated members) and returns None for anything else, or the reader returns None for a
+    member it does not vouch for (CRC, size, header mismatch), so ``zipfile`` then decides
+    and reports exactly as before.
+    """
+    with path.open("rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        start = max(0, size - (_EOCD.size + 0xFFFF))
+        f.seek(start)
+        tail = f.read()
+        i = tail.rfind(b"PK\x05\x06")
+        if i < 0 or len(tail) - i < _EOCD.size:
+            return None
+        _sig, disk, cd_disk, n_here, n_total, cd_size, cd_off, comment = _EOCD.unpack_from(tail, i)
+        if (
+            disk
+            or cd_disk
+            or n_here != n_total
+            or 0xFFFF in (n_total, disk)
+            or 0xFFFFFFFF in (cd_size, cd_off)
+            or i + _EOCD.size + comment != len(tail)
+            or cd_off + cd_size != start + i
+        ):
+            return None
+        if cd_off >= start:
+            cd = tail[cd_off - start : i]
+        else:
+            f.seek(cd_off)
+            cd = f.read(cd_size)
+    if len(cd) != cd_size:
+        return None
+    # One unpack and one slice per member; the checks then run once over all of them.
+    raw_names: list[bytes] = []
+    entries: list[tuple[bytes, int, int, int, int, int, int, int, int, int]] = []
+    pos = 0
+    unpack = _CENTRAL.unpack_from
+    for _ in range(n_total):
+        if pos + _CENTRAL.size > cd_size:
+            return None
+        e = unpack(cd, pos)
+        start_name = pos + _CENTRAL.size
+        raw_names.append(cd[start_name : start_name + e[6]])
+        entries.append(e)
+        if e[7] and not _plain_extra(cd, start_name + e[6], e[7]):
+            return None
+        pos = start_name + e[6] + e[7] + e[8]
+    if pos != cd_size:
+        return None
+    joined = b"\n".join(raw_names)
+    if (
+        not joined.isascii()
+        or b"\x00" in joined
+        or b"\\" in joined
+        or len(joined) != sum(e[6] for e in entries) + max(0, n_total - 1)
+        or any(e[0] != b"PK\x01\x02" for e in entries)
+        or any(0xFFFFFFFF in (e[4], e[5], e[9]) for e in entries)
+    ):
+        return None
+    names = joined.decode("ascii").split("\n") if entries else []
+    if len(names) != len(entries):  # a name with a newline in it
+        return None
+    # zipfile refuses a member whose data runs into the next one ("Overlapped entries").
+    starts = sorted({e[9] for e in entries} | {cd_off})
+
+    def read(name: str) -> bytes | None:
+        # the last member of that name, as zipfile's name table keeps it
+        _sig, flags, method, crc, csize, usize, _n, _x, _c, offset = entries[
+            len(names) - 1 - names[::-1].index(name)
+        ]
+        if flags & 0x61 or method not in (0, 8):  # encrypted, patched, strong encryption
+            return None
+        end = starts[bisect.bisect_right(starts, offset)] if offset < cd_off else offset
+        with path.open("rb") as f:
+            f.seek(offset)
+            head = f.read(_LOCAL.size)
+            if len(head) != _LOCAL.size:
+                return None
+            sig, _lflags, nlen, xlen = _LOCAL.unpack(head)
+            if sig != b"PK\x03\x04" or f.read(nlen) != name.encode("ascii"):
+                return None
+            if offset + _LOCAL.size + nlen + xlen + csize > end:
+                return None
+            f.seek(xlen, os.SEEK_CUR)
+            data = f.read(csize)
+        if len(data) != csize:
+            return None
+        try:
+            out = zlib.decompressobj(-15).decompress(data) if method == 8 else data
+        except zlib.error:
+            return None
+        if len(out) != usize or zlib.crc32(out) != crc:
+            return None
+        return out
+
+    return names, read
 
 
 def read_meta(path: Path) -> WheelMeta:
@@ -66,25 +232,19 @@ def read_meta(path: Path) -> WheelMeta:
     except (InvalidWheelFilename, InvalidVersion) as exc:
         raise WheelProblem(f"invalid wheel filename: {exc}") from exc
     try:
-        with zipfile.ZipFile(path) as zf:
-            infos = zf.namelist()
-            dist_infos = sorted(
-                {n.split("/", 1)[0] for n in infos if n.split("/", 1)[0].endswith(".dist-info")}
-            )
-            if len(dist_infos) != 1:
-                found = ", ".join(dist_infos) or "none"
-                raise WheelProblem(f"expected exactly one .dist-info folder, found {found}")
-            di = dist_infos[0]
-            if f"{di}/WHEEL" not in infos:
-                raise WheelProblem(f"{di}/WHEEL is missing")
-            if f"{di}/METADATA" not in infos:
-                raise WheelProblem(f"{di}/METADATA is missing")
-            raw = zf.read(f"{di}/METADATA")
+        raw: bytes | None = None
+        fast = _fast_zip(path)
+        if fast is not None:
+            raw = _metadata_bytes(fast[0], fast[1])
+        if raw is None:  # anything the fast reader does not handle: zipfile decides
+            with zipfile.ZipFile(path) as zf:
+                raw = _metadata_bytes(zf.namelist(), zf.read)
+        assert raw is not None
     except zipfile.BadZipFile as exc:
         raise WheelProblem(f"not a valid zip file ({exc})") from exc
     except (OSError, EOFError) as exc:
         raise WheelProblem(f"cannot read the zip ({exc})") from exc
-    msg = HeaderParser().parsestr(raw.decode("utf-8", errors="replace"))
+    msg = HeaderParser().parsestr(_headers_only(raw.decode("utf-8", errors="replace")))
     meta_name = msg.get("Name")
     meta_version = msg.get("Version")
     if not meta_name or not meta_version:
@@ -107,10 +267,35 @@ def read_meta(path: Path) -> WheelMeta:
 
 
 def to_wheel(
-    path: Path, meta: WheelMeta, size: int, sha256: str, *, built_locally: bool = False
+    path: Path,
+    meta: WheelMeta,
+    size: int,
+    sha256: str,
+    *,
+    built_locally: bool = False,
+    checked: bool = False,
 ) -> Wheel:
-    """Parse the string metadata into a Wheel; raise WheelProblem on invalid fields."""
+    """A Wheel from the string metadata; raise WheelProblem on invalid fields.
+
+    ``checked`` says the fields were already found valid (the scan cache records it), so
+    they are left to be parsed lazily, only if used.
+    """
     name, version, build, tags = parse_wheel_filename(path.name)
+    wheel = Wheel(
+        path=path,
+        name=name,
+        version=version,
+        tags=tags,
+        build=build,
+        requires_dist_text=tuple(meta.requires_dist),
+        requires_python_text=meta.requires_python or None,
+        provides_extra=tuple(canonicalize_name(e) for e in meta.provides_extra),
+        size=size,
+        sha256=sha256,
+        built_locally=built_locally,
+    )
+    if checked:
+        return wheel
     reqs: list[Requirement] = []
     for text in meta.requires_dist:
         try:
@@ -123,16 +308,7 @@ def to_wheel(
             rp = SpecifierSet(meta.requires_python)
         except InvalidSpecifier as exc:
             raise WheelProblem(f"invalid Requires-Python {meta.requires_python!r}") from exc
-    return Wheel(
-        path=path,
-        name=name,
-        version=version,
-        tags=tags,
-        build=build,
-        requires_dist=tuple(reqs),
-        requires_python=rp,
-        provides_extra=tuple(canonicalize_name(e) for e in meta.provides_extra),
-        size=size,
-        sha256=sha256,
-        built_locally=built_locally,
-    )
+    # Parsed already: keep the values (a frozen dataclass; cached_property lives in __dict__).
+    wheel.__dict__["requires_dist"] = tuple(reqs)
+    wheel.__dict__["requires_python"] = rp
+    return wheel

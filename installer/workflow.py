@@ -26,7 +26,7 @@ from installer.hashing import sha256_many
 from installer.plan import Plan, make_plan
 from installer.profile import Profile
 from installer.resolve import Resolution, resolve
-from installer.scan import Wheelhouse, scan
+from installer.scan import Wheelhouse, known_digests, scan
 from installer.target import Target, declared
 from installer.validate import refuse_ambiguous
 from installer.verify import Finding, closure, protections, run_checks
@@ -229,8 +229,12 @@ def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> None:
             )
         else:
             present.append(pkg)
-    hooks.hashing_total(len(present))
-    digests = sha256_many([p.wheel for p in present], on_done=hooks.hashed)
+    # A wheel whose scan-cache digest (same size, mtime_ns, inode as when it was hashed)
+    # equals the lock's was hashed by the scan this lock came from: not hashed again.
+    digests = known_digests(p.wheel for p in present)
+    todo = [p.wheel for p in present if digests.get(p.wheel) != p.sha256]
+    hooks.hashing_total(len(todo))
+    digests.update(sha256_many(todo, on_done=hooks.hashed))
     for pkg in present:
         if digests[pkg.wheel] != pkg.sha256:
             problems.append(

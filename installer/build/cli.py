@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from installer.build.runner import Options, Report
-from installer.build.runner import build as run_build
 from installer.errors import WhError
+
+if TYPE_CHECKING:  # the runner (recipes, toolchains, patches) loads only when `wh build` runs
+    from installer.build.runner import Report
 
 
 def _render(report: Report, check_only: bool) -> str:
@@ -70,6 +72,9 @@ def build(
     archs: tuple[str, ...],
 ) -> None:
     """Build RECIPE (a shipped recipe name or a .toml path) into a checked wheel."""
+    from installer.build.runner import Options
+    from installer.build.runner import build as run_build
+
     opts = Options(recipe, variants, source, wheelhouse, check_only=check_only, archs=archs)
     try:
         report = run_build(opts)

@@ -1,0 +1,695 @@
+"""Benchmarks for wh against the one-pass hashing limit, uv and pip (``make bench``).
+
+Not part of the pytest suite (the name does not match ``test_*.py``); nothing here asserts
+timing. Every figure is measured side by side in one run, each in its own subprocess, so a
+ratio compares like with like on the same machine, page cache and moment.
+
+    python -m tests.bench                      # synthetic wheelhouse (~1.5 GB) + resolver
+    python -m tests.bench --quick              # ~200 MB, fewer repeats
+    python -m tests.bench --real /opt/pypi/files --real-roots transformers,fastapi
+    python -m tests.bench --wh-src /tmp/base   # benchmark another checkout of wh (before/after)
+
+Make a real GPU wheelhouse, with the network (about 5 GB for the sglang stack):
+
+    pip download --only-binary=:all: --dest ~/sglang-wheels 'sglang[all]==0.5.10'
+    python -m tests.bench --real ~/sglang-wheels --real-roots 'sglang[all]'
+
+Inputs:
+* synthetic: ``--synth-wheels`` packages in 8 dependency levels, each with a random
+  (incompressible, stored) payload; ``--synth-mb`` in all; written once under ``.bench/``
+  and reused while its parameters are unchanged.
+* resolver: ``--resolve-wheels`` Wheel objects built in memory (500 names x 20 versions by
+  default: a 500-deep chain, markers, extras, and conflicts that force backtracking).
+* real: ``--real DIR`` with ``--real-roots``.
+
+Page cache: the benchmark reads every input file once before timing, so all rows are
+measured with a warm page cache (the residency ``fincore`` reports is printed). A cold
+page cache is not measured: dropping caches needs root and disturbs everything else on the
+machine, so it cannot be done reliably here.
+
+Peak memory is ``ru_maxrss`` of each subprocess tree from ``os.wait4``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    import tomllib  # type: ignore[import-not-found,unused-ignore]
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+# Subprocesses run in a scratch folder: ``python -m`` puts the cwd first on sys.path, and
+# the repo's own ``installer`` would shadow the one ``--wh-src`` names.
+CWD = [Path(tempfile.gettempdir())]
+
+# --- child programs (self-contained, so they also run against another wh checkout) ---------
+
+HASH_LIMIT = r"""
+import hashlib, os, sys, time
+from concurrent.futures import ThreadPoolExecutor
+paths = [os.path.join(sys.argv[1], n) for n in sorted(os.listdir(sys.argv[1]))
+         if n.endswith(".whl")]
+def h(p):
+    d = hashlib.sha256()
+    with open(p, "rb", buffering=0) as f:
+        while chunk := f.read(1 << 20):
+            d.update(chunk)
+    return d.hexdigest()
+workers = int(sys.argv[2])
+with ThreadPoolExecutor(workers) as pool:
+    n = len(list(pool.map(h, paths)))
+print(n)
+"""
+
+RESOLVE_CHILD = r"""
+import sys, time
+from pathlib import Path
+t0 = time.perf_counter()
+from installer.wheelfile import WheelMeta, to_wheel
+from installer.target import declared
+from installer.resolve import resolve
+from packaging.requirements import Requirement
+import installer
+t_import = time.perf_counter() - t0
+names, versions = int(sys.argv[1]), int(sys.argv[2])
+def n(i):
+    return f"r{i:04d}"
+t0 = time.perf_counter()
+wheels = []
+for i in range(names):
+    for v in range(1, versions + 1):
+        reqs = []
+        if i + 1 < names:
+            reqs.append(f"{n(i + 1)}>={max(1, v - 10)}")
+        if i + 3 < names:
+            reqs.append(f'{n(i + 3)}; python_version >= "3.8"')
+        if i + 2 < names and i % 25 == 0 and v > versions - 3:
+            reqs.append(f"{n(i + 2)}<5")  # conflicts with the chain: backtracking
+        if i + 5 < names and i % 10 == 0:
+            reqs.append(f'{n(i + 5)}[fast]; extra == "fast"')
+            reqs.append(f'{n(i + 4)}[fast]')
+        if i % 40 == 7:
+            reqs.append(f'not-in-wheelhouse; sys_platform == "win32"')
+        meta = WheelMeta(f"{n(i)}-{v}.0-py3-none-any.whl", n(i), f"{v}.0", tuple(reqs),
+                         ">=3.8", ("fast",))
+        wheels.append(to_wheel(Path("/nonexistent") / meta.filename, meta, 1000, "0" * 64))
+t_build = time.perf_counter() - t0
+target = declared("manylinux_2_17_x86_64", "3.11")
+t0 = time.perf_counter()
+res = resolve(wheels, target, [Requirement(n(0))])
+t_resolve = time.perf_counter() - t0
+print(f"{len(wheels)} {len(res.packages)} {t_build:.4f} {t_resolve:.4f} {t_import:.4f} "
+      f"{installer.__file__}")
+"""
+
+# --- measurement ----------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    wall: float
+    rss_mb: float
+    rc: int
+    out: str
+
+
+def run(cmd: Sequence[str | Path], *, env: dict[str, str] | None = None, check: bool = True) -> Run:
+    """Run one subprocess; wall time and the peak RSS of its process tree (os.wait4)."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(
+            [str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT, env=env, cwd=CWD[0]
+        )
+        _pid, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = rc = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    if check and rc != 0:
+        raise SystemExit(f"benchmark command failed ({rc}): {' '.join(map(str, cmd))}\n{text}")
+    return Run(wall, ru.ru_maxrss / 1024, rc, text)
+
+
+@dataclass
+class Row:
+    section: str
+    what: str
+    runs: list[Run] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def best(self) -> float:
+        return min(r.wall for r in self.runs)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(r.wall for r in self.runs)
+
+    @property
+    def rss(self) -> float:
+        return max(r.rss_mb for r in self.runs)
+
+
+class Report:
+    def __init__(self) -> None:
+        self.rows: list[Row] = []
+        self.ratios: list[tuple[str, str, float, str]] = []
+
+    def add(self, section: str, what: str, runs: list[Run], note: str = "") -> Row:
+        row = Row(section, what, runs, note)
+        self.rows.append(row)
+        print(
+            f"  {what:<58} best {row.best:8.3f} s  median {row.median:8.3f} s  "
+            f"peak {row.rss:7.1f} MB  {note}",
+            flush=True,
+        )
+        return row
+
+    def ratio(self, label: str, a: Row, b: Row, target: str = "") -> None:
+        r = a.best / b.best
+        self.ratios.append((label, f"{a.what} / {b.what}", r, target))
+        print(f"  => {label}: {r:.2f}x {target}", flush=True)
+
+    def markdown(self) -> str:
+        lines = ["| section | what | best s | median s | runs | peak RSS MB | note |"]
+        lines.append("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+        for r in self.rows:
+            lines.append(
+                f"| {r.section} | {r.what} | {r.best:.3f} | {r.median:.3f} | {len(r.runs)} | "
+                f"{r.rss:.0f} | {r.note} |"
+            )
+        lines += ["", "| ratio | of | value | target |", "| --- | --- | ---: | --- |"]
+        for label, of, value, target in self.ratios:
+            lines.append(f"| {label} | {of} | {value:.2f}x | {target} |")
+        return "\n".join(lines)
+
+
+def repeat(n: int, fn: Callable[[int], Run]) -> list[Run]:
+    return [fn(i) for i in range(n)]
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    uv = run([uv_bin(), "--version"]).out.strip()
+    return (
+        f"{os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.machine()}, "
+        f"Python {platform.python_version()}, {uv}"
+    )
+
+
+def uv_bin() -> Path:
+    local = Path(PY).with_name("uv")
+    return local if local.exists() else Path(shutil.which("uv") or "uv")
+
+
+def synth_wheelhouse(root: Path, n: int, total_mb: int) -> Path:
+    """``n`` packages in 8 levels (level L depends on two of level L+1), random payloads."""
+    import base64
+    import hashlib
+
+    from installer.wheelwriter import dist_info_name, metadata_text, wheel_filename
+
+    out = root / f"synth-{n}-{total_mb}mb"
+    if (out / ".complete").exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    levels = 8
+    by_level: dict[int, list[int]] = {
+        lvl: [i for i in range(n) if i % levels == lvl] for lvl in range(levels)
+    }
+    per = total_mb * 1024 * 1024 // max(n, 1)
+    print(f"writing {n} synthetic wheels ({total_mb} MB) into {out}", flush=True)
+    for i in range(n):
+        lvl = i % levels
+        name = f"synth-pkg-{i:04d}"
+        reqs = []
+        if lvl + 1 < levels and by_level[lvl + 1]:
+            nxt = by_level[lvl + 1]
+            for j in (nxt[i % len(nxt)], nxt[(i * 7 + 3) % len(nxt)]):
+                reqs.append(f"synth-pkg-{j:04d}>=1.0")
+        reqs.append('synth-missing; sys_platform == "win32"')
+        version = "1.0.0"
+        mod = name.replace("-", "_")
+        members: dict[str, bytes] = {f"{mod}/__init__.py": f'__version__ = "{version}"\n'.encode()}
+        for k in range(20):
+            members[f"{mod}/sub{k}.py"] = (f"# module {k}\nVALUE = {k}\n" * 50).encode()
+        members[f"{mod}/_blob.so"] = os.urandom(per)
+        di = dist_info_name(name, version)
+        members[f"{di}/METADATA"] = metadata_text(name, version, requires_dist=reqs).encode()
+        members[f"{di}/WHEEL"] = (
+            b"Wheel-Version: 1.0\nGenerator: wh-bench\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
+        record = []
+        for arc, data in members.items():
+            d = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{arc},sha256={d},{len(data)}")
+        record.append(f"{di}/RECORD,,")
+        members[f"{di}/RECORD"] = ("\n".join(record) + "\n").encode()
+        with zipfile.ZipFile(out / wheel_filename(name, version, "py3-none-any"), "w") as zf:
+            for arc, data in members.items():
+                info = zipfile.ZipInfo(arc, date_time=(2020, 1, 1, 0, 0, 0))
+                info.external_attr = 0o644 << 16
+                info.compress_type = (
+                    zipfile.ZIP_STORED if arc.endswith(".so") else zipfile.ZIP_DEFLATED
+                )
+                zf.writestr(info, data)
+    roots = [f"synth-pkg-{i:04d}" for i in range(n)]  # lock (and install) all of them
+    (out / "roots.txt").write_text("\n".join(roots) + "\n")
+    (out / ".complete").write_text("ok\n")
+    return out
+
+
+def warm_page_cache(folder: Path) -> str:
+    """Read every wheel once; return the page-cache residency fincore reports."""
+    files = sorted(folder.glob("*.whl"))
+    for f in files:
+        with f.open("rb", buffering=0) as fh:
+            while fh.read(1 << 22):
+                pass
+    total = sum(f.stat().st_size for f in files)
+    if not shutil.which("fincore"):
+        return "fincore unavailable"
+    res = 0
+    for i in range(0, len(files), 200):
+        done = subprocess.run(
+            [
+                "fincore",
+                "--bytes",
+                "--noheadings",
+                "--raw",
+                "-o",
+                "RES",
+                *map(str, files[i : i + 200]),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        res += sum(int(x) for x in done.stdout.split() if x.isdigit())
+    return f"page cache warm: {res / total:.0%} of {total / 1e9:.2f} GB resident"
+
+
+def fresh_venv(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    run([uv_bin(), "venv", "--no-config", "--offline", "-q", "--python", PY, str(path)])
+    return path / "bin" / "python"
+
+
+# --- sections -------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, work: Path) -> None:
+        self.args = args
+        self.work = work
+        self.report = Report()
+        self.env = dict(os.environ)
+        self.env.pop("VIRTUAL_ENV", None)
+        self.env["PIP_CONFIG_FILE"] = os.devnull
+        self.env["NO_COLOR"] = "1"
+        if args.wh_src:
+            self.env["PYTHONPATH"] = str(Path(args.wh_src).resolve())
+        self._n = 0
+
+    def tmp(self, stem: str) -> Path:
+        self._n += 1
+        return self.work / f"{stem}-{self._n}"
+
+    def wh(self, *argv: str | Path) -> list[str | Path]:
+        return [PY, "-m", "installer.cli", *argv]
+
+    def wh_env(self, cache: Path, **extra: str) -> dict[str, str]:
+        env = dict(self.env, WH_CACHE_DIR=str(cache))
+        env.update(extra)
+        return env
+
+    def lock_section(self, label: str, folder: Path, roots: list[str]) -> tuple[Path, Path]:
+        a, rep = self.args, self.report
+        section = f"lock: {label}"
+        print(f"\n## {section}", flush=True)
+        residency = warm_page_cache(folder)
+        print(f"  {residency}", flush=True)
+        target = fresh_venv(self.work / f"target-{label}")
+        n_files = len(list(folder.glob("*.whl")))
+        size = sum(f.stat().st_size for f in folder.glob("*.whl"))
+        note = f"{n_files} wheels, {size / 1e9:.2f} GB"
+        limit = rep.add(
+            section,
+            f"hash every byte once ({os.cpu_count()} threads, hashlib)",
+            repeat(
+                a.repeat, lambda i: run([PY, "-c", HASH_LIMIT, folder, str(os.cpu_count() or 1)])
+            ),
+            note,
+        )
+        limit1 = rep.add(
+            section,
+            "hash every byte once (1 thread, hashlib)",
+            repeat(1, lambda i: run([PY, "-c", HASH_LIMIT, folder, "1"])),
+        )
+        del limit1
+        lockfile = self.work / f"pylock.{label}.toml"
+        rflags = [x for r in roots for x in ("-r", r)]
+        caches: list[Path] = []
+
+        def wh_cold(i: int) -> Run:
+            cache = self.tmp("whcache")
+            caches.append(cache)
+            cmd = self.wh(
+                "lock", *rflags, "--wheelhouse", folder, "--python", target, "--lockfile", lockfile
+            )
+            return run(cmd, env=self.wh_env(cache))
+
+        wh_c = rep.add(section, "wh lock, cold (empty scan cache)", repeat(a.repeat, wh_cold), note)
+        warm_cache = caches[-1]
+        wh_w = rep.add(
+            section,
+            "wh lock, warm (nothing changed)",
+            repeat(
+                a.repeat_warm,
+                lambda i: run(
+                    self.wh(
+                        "lock",
+                        *rflags,
+                        "--wheelhouse",
+                        folder,
+                        "--python",
+                        target,
+                        "--lockfile",
+                        lockfile,
+                    ),
+                    env=self.wh_env(warm_cache),
+                ),
+            ),
+        )
+        wh_wd = rep.add(
+            section,
+            "wh lock, warm, declared target (no interpreter probe)",
+            repeat(
+                a.repeat_warm,
+                lambda i: run(
+                    self.wh(
+                        "lock",
+                        *rflags,
+                        "--wheelhouse",
+                        folder,
+                        "--platform",
+                        "manylinux_2_17_x86_64",
+                        "--python-version",
+                        platform.python_version(),
+                        "--lockfile",
+                        self.work / "declared.toml",
+                    ),
+                    env=self.wh_env(warm_cache),
+                ),
+            ),
+        )
+        del wh_wd
+        req_in = self.work / f"{label}.in"
+        req_in.write_text("\n".join(roots) + "\n")
+        uv_caches: list[Path] = []
+
+        def uv_compile(cache: Path) -> Run:
+            return run(
+                [
+                    uv_bin(),
+                    "pip",
+                    "compile",
+                    req_in,
+                    "--generate-hashes",
+                    "--offline",
+                    "--no-index",
+                    "--find-links",
+                    folder,
+                    "--no-config",
+                    "--cache-dir",
+                    cache,
+                    "--python",
+                    target,
+                    "-q",
+                    "-o",
+                    self.work / f"{label}.uv.txt",
+                ],
+                env=self.env,
+            )
+
+        def uv_cold(i: int) -> Run:
+            cache = self.tmp("uvcache")
+            uv_caches.append(cache)
+            return uv_compile(cache)
+
+        uv_c = rep.add(
+            section,
+            "uv pip compile --generate-hashes, cold (own empty cache)",
+            repeat(a.repeat, uv_cold),
+        )
+        uv_w = rep.add(
+            section,
+            "uv pip compile --generate-hashes, warm (cache reused)",
+            repeat(a.repeat_warm, lambda i: uv_compile(uv_caches[-1])),
+        )
+        rep.ratio(f"{label}: cold wh lock / hash limit", wh_c, limit, "target <= 1.5x")
+        rep.ratio(f"{label}: cold uv / cold wh lock", uv_c, wh_c, "target >= 5x")
+        rep.ratio(f"{label}: warm uv / warm wh lock", uv_w, wh_w, "wh warm target < 0.3 s")
+        return lockfile, warm_cache
+
+    def install_section(self, label: str, lockfile: Path, scan_cache: Path) -> None:
+        """wh install --locked vs bare uv vs pip, each into a fresh venv, same uv cache state.
+
+        wh runs with the scan cache its lock left (``scan_cache``), as after ``wh lock``.
+        """
+        a, rep = self.args, self.report
+        section = f"install: {label}"
+        print(f"\n## {section}", flush=True)
+        data = tomllib.loads(lockfile.read_text())
+        files = [
+            (lockfile.parent / w["path"]).resolve()
+            for p in data.get("packages", [])
+            for w in p.get("wheels", [])
+        ]
+        size = sum(f.stat().st_size for f in files)
+        note = f"{len(files)} wheels, {size / 1e9:.2f} GB"
+        print(f"  {warm_page_cache_files(files)}", flush=True)
+        w = self._install_rows(section, label, lockfile, scan_cache, files, note, "cold")
+        w = self._install_rows(section, label, lockfile, scan_cache, files, note, "warm")
+        if not a.skip_pip:
+
+            def pip_install(i: int) -> Run:
+                venv = fresh_venv(self.tmp("venv-pip"))
+                return run(
+                    [
+                        PY,
+                        "-m",
+                        "pip",
+                        "--python",
+                        venv,
+                        "install",
+                        "--no-deps",
+                        "--no-index",
+                        "--isolated",
+                        "-q",
+                        *files,
+                    ],
+                    env=self.env,
+                )
+
+            p = rep.add(
+                section, "pip install --no-deps --no-index --isolated", repeat(1, pip_install)
+            )
+            rep.ratio(f"{label}: pip / wh install (uv cache warm)", p, w, "target >= 3x")
+
+    def _install_one(
+        self, who: str, lockfile: Path, scan_cache: Path, files: list[Path], uv_cache: Path
+    ) -> Run:
+        venv = fresh_venv(self.tmp(f"venv-{who}"))
+        if who == "wh":
+            cmd = self.wh(
+                "install", "--locked", "--lockfile", lockfile, "--python", venv, "--backend", "uv"
+            )
+            return run(cmd, env=self.wh_env(scan_cache, UV_CACHE_DIR=str(uv_cache)))
+        uv: list[str | Path] = [uv_bin(), "pip", "install", "--no-deps", "--offline"]
+        uv += ["--no-index", "--no-config", "--link-mode=copy", "--python", venv, *files]
+        return run(uv, env=dict(self.env, UV_CACHE_DIR=str(uv_cache)))
+
+    def _install_rows(
+        self,
+        section: str,
+        label: str,
+        lockfile: Path,
+        scan_cache: Path,
+        files: list[Path],
+        note: str,
+        state: str,
+    ) -> Row:
+        """One wh row and one bare-uv row; cold: each run starts from an empty uv cache."""
+        rows: dict[str, Row] = {}
+        n = self.args.repeat if state == "cold" else self.args.repeat_warm
+        for who in ("wh", "uv"):
+            cache = self.work / f"uvc-{label}-{who}"
+            shutil.rmtree(cache, ignore_errors=True)
+            if state == "warm":
+                self._install_one(who, lockfile, scan_cache, files, cache)
+            runs = []
+            for _ in range(n):
+                runs.append(self._install_one(who, lockfile, scan_cache, files, cache))
+                if state == "cold":
+                    shutil.rmtree(cache, ignore_errors=True)
+            what = (
+                "wh install --locked (uv backend)"
+                if who == "wh"
+                else "bare uv pip install --no-deps --link-mode=copy"
+            )
+            rows[who] = self.report.add(section, f"{what}, uv cache {state}", runs, note)
+        self.report.ratio(
+            f"{label}: wh install / bare uv (uv cache {state})",
+            rows["wh"],
+            rows["uv"],
+            "target <= 1.1x",
+        )
+        return rows["wh"]
+
+    def resolve_section(self) -> None:
+        a, rep = self.args, self.report
+        section = "resolve"
+        print(f"\n## {section}", flush=True)
+        versions = 20
+        names = max(1, a.resolve_wheels // versions)
+        outs: list[list[str]] = []
+
+        def child(i: int) -> Run:
+            r = run([PY, "-c", RESOLVE_CHILD, str(names), str(versions)], env=self.env)
+            outs.append(r.out.split())
+            return r
+
+        runs = repeat(a.repeat, child)
+        last = outs[-1]
+        resolve_runs = [Run(float(o[3]), r.rss_mb, 0, "") for o, r in zip(outs, runs, strict=True)]
+        build_runs = [Run(float(o[2]), r.rss_mb, 0, "") for o, r in zip(outs, runs, strict=True)]
+        note = f"{last[0]} wheels ({names} names x {versions} versions), {last[1]} chosen"
+        rep.add(section, "resolve() alone, in memory", resolve_runs, note)
+        rep.add(section, "building the Wheel objects (to_wheel)", build_runs)
+        rep.add(section, "whole child process (imports + build + resolve)", runs)
+
+    def startup_section(self) -> None:
+        rep = self.report
+        print("\n## start-up", flush=True)
+        for argv in (["--help"], ["verify", "--help"]):
+            cmd = [PY, "-m", "installer.cli", *argv]
+            runs = [run(cmd, env=self.env) for _ in range(self.args.repeat_warm)]
+            rep.add("start-up", "wh " + " ".join(argv), runs)
+        r = run([PY, "-X", "importtime", "-c", "import installer.cli"], env=self.env)
+        total = 0
+        for line in r.out.splitlines():
+            parts = line.split("|")
+            if len(parts) == 3 and parts[2].strip() == "installer.cli":
+                total = int(parts[1])
+        rep.add(
+            "start-up",
+            "python -X importtime: installer.cli cumulative",
+            [Run(total / 1e6, r.rss_mb, 0, "")],
+        )
+        rep.add(
+            "start-up",
+            "python -c pass (interpreter alone)",
+            repeat(self.args.repeat_warm, lambda i: run([PY, "-c", "pass"])),
+        )
+
+
+def warm_page_cache_files(files: list[Path]) -> str:
+    for f in files:
+        with f.open("rb", buffering=0) as fh:
+            while fh.read(1 << 22):
+                pass
+    return "page cache warm (every wheel read once before timing)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--quick", action="store_true", help="~200 MB synthetic, fewer repeats")
+    ap.add_argument("--synth-wheels", type=int, default=int(os.environ.get("WH_BENCH_WHEELS", 240)))
+    ap.add_argument("--synth-mb", type=int, default=int(os.environ.get("WH_BENCH_MB", 1500)))
+    ap.add_argument("--resolve-wheels", type=int, default=10_000)
+    ap.add_argument("--real", type=Path, help="a folder of real wheels")
+    ap.add_argument("--real-roots", default="transformers,fastapi")
+    ap.add_argument("--skip-synth", action="store_true")
+    ap.add_argument("--skip-pip", action="store_true")
+    ap.add_argument("--only", choices=["lock", "install", "resolve", "startup"], action="append")
+    ap.add_argument("--repeat", type=int, default=2, help="runs of the cold/slow rows")
+    ap.add_argument("--repeat-warm", type=int, default=5, help="runs of the warm/fast rows")
+    ap.add_argument("--wh-src", help="run the wh of another checkout (PYTHONPATH)")
+    ap.add_argument("--work", type=Path, default=REPO / ".bench", help="inputs and scratch")
+    ap.add_argument("--markdown", type=Path, help="also write the tables here")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.synth_wheels, a.synth_mb, a.repeat, a.repeat_warm = 64, 200, 1, 3
+    a.work.mkdir(parents=True, exist_ok=True)
+    only = set(a.only or ["lock", "install", "resolve", "startup"])
+    scratch = Path(tempfile.mkdtemp(prefix="run-", dir=a.work))
+    CWD[0] = scratch
+    bench = Bench(a, scratch)
+    desc = machine()
+    under_test = run([PY, "-c", "import installer; print(installer.__file__)"], env=bench.env)
+    desc += f"; wh under test: {Path(under_test.out.strip()).parent}"
+    print(f"machine: {desc}", flush=True)
+    try:
+        if "resolve" in only:
+            bench.resolve_section()
+        if "startup" in only:
+            bench.startup_section()
+        if not a.skip_synth and only & {"lock", "install"}:
+            folder = synth_wheelhouse(a.work, a.synth_wheels, a.synth_mb)
+            roots = (folder / "roots.txt").read_text().split()
+            lf, cache = bench.lock_section("synthetic", folder, roots)
+            if "install" in only:
+                bench.install_section("synthetic", lf, cache)
+        if a.real and only & {"lock", "install"}:
+            roots = [r for r in a.real_roots.split(",") if r]
+            lf, cache = bench.lock_section("real", a.real.resolve(), roots)
+            if "install" in only:
+                bench.install_section("real", lf, cache)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    md = f"machine: {desc}\n\ncommand: python -m tests.bench {' '.join(argv or sys.argv[1:])}\n\n"
+    md += bench.report.markdown()
+    print("\n" + md)
+    if a.markdown:
+        a.markdown.write_text(md + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""The fast central-directory reader gives zipfile's answers, or steps aside for zipfile."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from installer.wheelfile import WheelProblem, _fast_zip, _headers_only, read_meta
+from installer.wheelwriter import write_wheel
+from tests.factory import make_wheel
+
+META = "pkg-1.0.dist-info/METADATA"
+
+
+def _zip(path: Path, members: list[tuple[str, bytes]], **kw: object) -> Path:
+    with zipfile.ZipFile(path, "w", **kw) as zf:  # type: ignore[arg-type]
+        for name, data in members:
+            zf.writestr(name, data)
+    return path
+
+
+def _members(version: str = "1.0") -> list[tuple[str, bytes]]:
+    return [
+        ("pkg/__init__.py", b"x = 1\n"),
+        ("pkg-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\n"),
+        (META, f"Metadata-Version: 2.1\nName: pkg\nVersion: {version}\n\nbody\n".encode()),
+    ]
+
+
+def _same_as_zipfile(path: Path) -> None:
+    fast = _fast_zip(path)
+    assert fast is not None
+    names, read = fast
+    with zipfile.ZipFile(path) as zf:
+        assert names == zf.namelist()
+        for n in names:
+            assert read(n) == zf.read(n)
+
+
+def test_factory_wheels_read_the_same(tmp_path: Path) -> None:
+    _same_as_zipfile(make_wheel(tmp_path, "pkg", "1.0", ["dep>=1"], extras={"x": ["y"]}))
+    stored = _zip(tmp_path / "pkg-1.0-py3-none-any.whl", _members())
+    _same_as_zipfile(stored)
+    comment = tmp_path / "c.whl"
+    with zipfile.ZipFile(comment, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in _members():
+            zf.writestr(name, data)
+        zf.comment = b"PK\x05\x06 in a comment"
+    assert _fast_zip(comment) is None or read_meta_same(comment)
+
+
+def read_meta_same(path: Path) -> bool:
+    _same_as_zipfile(path)
+    return True
+
+
+def test_duplicate_names_read_the_last_like_zipfile(tmp_path: Path) -> None:
+    path = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with pytest.warns(UserWarning, match="Duplicate name"):
+        _zip(path, [*_members("9.9"), (META, _members("1.0")[2][1])])
+    _same_as_zipfile(path)
+    assert read_meta(path).version == "1.0"
+
+
+def test_unusual_archives_fall_back_to_zipfile(tmp_path: Path) -> None:
+    plain = _zip(tmp_path / "plain.whl", _members(), compression=zipfile.ZIP_DEFLATED)
+    prepended = tmp_path / "pkg-1.0-py3-none-any.whl"
+    prepended.write_bytes(b"#!/bin/sh\n" + plain.read_bytes())
+    assert _fast_zip(prepended) is None
+    assert read_meta(prepended).name == "pkg"  # zipfile copes with prepended data
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in _members():
+            with zf.open(name, "w", force_zip64=True) as f:
+                f.write(data)
+    z64 = tmp_path / "z64" / "pkg-1.0-py3-none-any.whl"
+    z64.parent.mkdir()
+    z64.write_bytes(buf.getvalue())
+    assert read_meta(z64).name == "pkg"
+
+
+def test_corrupt_metadata_is_reported_as_before(tmp_path: Path) -> None:
+    path = _zip(tmp_path / "pkg-1.0-py3-none-any.whl", _members())
+    data = bytearray(path.read_bytes())
+    at = data.find(b"Name: pkg")
+    data[at] = ord("n")  # stored member: the bytes change, the CRC no longer matches
+    path.write_bytes(bytes(data))
+    with pytest.raises(WheelProblem, match=r"not a valid zip file \(Bad CRC-32"):
+        read_meta(path)
+
+
+def test_headers_end_at_the_first_empty_line() -> None:
+    from email.parser import HeaderParser
+
+    for text in [
+        "Name: a\r\nVersion: 1\r\n\r\nbody\n\nX: y\n",
+        "Name: a\rVersion: 1\r\rVersion: 2\n",
+        "\nName: a\n\n",
+        "Name: a\n Cont\n\tmore\nVersion: 1\n\r\nX: 1\n",
+        "Name: a\nVersion: 1",
+    ]:
+        full = HeaderParser().parsestr(text).items()
+        assert HeaderParser().parsestr(_headers_only(text)).items() == full
+
+
+def test_wheel_writer_output_reads_the_same(tmp_path: Path) -> None:
+    path = write_wheel(tmp_path, "pkg", "1.0", {"pkg/a.py": b"a" * 100_000})
+    _same_as_zipfile(path)
+    assert read_meta(path).name == "pkg"
