@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import resolvelib
@@ -45,6 +45,11 @@ class Need:
     @property
     def identifier(self) -> str:
         return _ident(self.name, self.extras)
+
+    @cached_property
+    def pins_version(self) -> bool:
+        """An exact version (== or ===, or an extras candidate's own base)."""
+        return self.exact is not None or any(s.operator in ("==", "===") for s in self.specifier)
 
     def describe(self) -> str:
         if self.exact is not None:
@@ -110,14 +115,12 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         information: Mapping[str, Iterator[Any]],
         backtrack_causes: Sequence[Any],
     ) -> tuple[bool, bool, bool, str]:
-        infos = list(information[identifier])
-        pinned = any(
-            i.requirement.exact is not None
-            or any(s.operator in ("==", "===") for s in i.requirement.specifier)
-            for i in infos
-        )
-        in_causes = any(c.requirement.name == identifier.split("[")[0] for c in backtrack_causes)
-        is_root = any(i.parent is None for i in infos)
+        pinned = is_root = False
+        for i in information[identifier]:
+            pinned = pinned or i.requirement.pins_version
+            is_root = is_root or i.parent is None
+        base = identifier.split("[")[0]
+        in_causes = any(c.requirement.name == base for c in backtrack_causes)
         return (not in_causes, not is_root, not pinned, identifier)
 
     def find_matches(
