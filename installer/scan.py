@@ -17,7 +17,7 @@ from installer.errors import WheelhouseError
 from installer.hashing import parallel_map, sha256_file
 from installer.wheelfile import Wheel, WheelMeta, WheelProblem, read_meta, to_wheel
 
-_CACHE_VERSION = 2  # 2: entries carry the verdict of to_wheel's checks
+_CACHE_VERSION = 3  # 2: entries carry the verdict of to_wheel's checks; 3: ctime in key
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,9 @@ def _cache_file(root: Path) -> Path:
 
 
 def _stat_key(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ino]
+    """What must be unchanged for a cached entry to stand. ctime is in it because an
+    in-place rewrite can restore size, mtime and inode, but never the change time."""
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
 def _read_one(path: Path) -> WheelMeta | str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from installer import scan as scan_module
 from installer.errors import WheelhouseError
 from installer.scan import scan
 from installer.wheelwriter import write_wheel
@@ -63,19 +64,33 @@ def test_reports_every_problem_at_once(tmp_path: Path) -> None:
     assert "METADATA is missing" in reasons["nometa-1.0-py3-none-any.whl"]
 
 
-def test_unchanged_wheelhouse_rescans_by_stat_alone(tmp_path: Path) -> None:
+def test_unchanged_wheelhouse_rescans_by_stat_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_wheel(tmp_path, "pkg", "1.0")
+    first = scan(tmp_path)
+
+    def must_not_read(path: Path) -> None:
+        raise AssertionError(f"{path} was opened on a warm rescan")
+
+    monkeypatch.setattr(scan_module, "_read_one", must_not_read)
+    monkeypatch.setattr(scan_module, "sha256_file", must_not_read)
+    again = scan(tmp_path)
+    assert again.wheels[0].sha256 == first.wheels[0].sha256
+
+
+def test_in_place_rewrite_is_noticed_even_with_size_mtime_and_inode_kept(
+    tmp_path: Path,
+) -> None:
     path = make_wheel(tmp_path, "pkg", "1.0")
     first = scan(tmp_path)
     st = path.stat()
-    # Same size and mtime, different bytes: a stat-only rescan cannot notice, which proves
-    # the second scan did not open the file.
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
-    path.write_bytes(bytes(data))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert scan(tmp_path).wheels[0].sha256 == first.wheels[0].sha256
-    # A changed mtime is a changed file: re-read and re-hashed.
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    with path.open("r+b") as f:  # same inode, same size
+        f.write(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime
+    assert path.stat().st_ino == st.st_ino
     assert scan(tmp_path).wheels[0].sha256 != first.wheels[0].sha256
 
 
