@@ -88,6 +88,7 @@ def render(
     lock_path: Path,
     *,
     build_records: Mapping[str, Mapping[str, Any]] | None = None,
+    digests: Mapping[Path, str] | None = None,
 ) -> bytes:
     """The lock's bytes: deterministic for the same inputs, digest included."""
     lock_dir = lock_path.parent.resolve()
@@ -102,6 +103,9 @@ def render(
                 kept.append({"name": name, "version": str(cand.version)})
             continue
         w = cand.wheel
+        sha256 = (digests or {}).get(w.path) or w.sha256
+        if not sha256:  # pragma: no cover - do_lock hashes every locked wheel first
+            raise LockError(f"wh has no sha256 for {w.filename}; this is a bug in wh")
         rel = Path(os.path.relpath(w.path.resolve(), lock_dir)).as_posix()
         tool: dict[str, Any] = {
             "required-by": [list(rb) for rb in chosen.required_by],
@@ -118,7 +122,10 @@ def render(
                 dependencies=[{"name": d} for d in chosen.depends_on] or None,
                 wheels=[
                     PackageWheel(
-                        name=w.filename, path=rel, size=w.size, hashes={"sha256": w.sha256}
+                        name=w.filename,
+                        path=rel,
+                        size=w.size,
+                        hashes={"sha256": sha256},
                     )
                 ],
                 tool={"wh": tool},

@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from filelock import FileLock
 from platformdirs import user_cache_dir
 
 from installer.errors import WheelhouseError
-from installer.hashing import parallel_map, sha256_file
+from installer.hashing import parallel_map, sha256_file, sha256_many
 from installer.wheelfile import Wheel, WheelMeta, WheelProblem, read_meta, to_wheel
 
 _CACHE_VERSION = 3  # 2: entries carry the verdict of to_wheel's checks; 3: ctime in key
@@ -64,6 +64,19 @@ def _read_one(path: Path) -> WheelMeta | str:
         return str(exc)
 
 
+def _scan_meta(path: Path) -> tuple[WheelMeta | str, str | None, str | None]:
+    """As _scan_one, without the sha256 (for ``scan(hashes=False)``)."""
+    meta = _read_one(path)
+    if isinstance(meta, str):
+        return meta, None, None
+    try:
+        to_wheel(path, meta, 0, "")
+        problem = None
+    except WheelProblem as exc:
+        problem = str(exc)
+    return meta, None, problem
+
+
 def _scan_one(path: Path) -> tuple[WheelMeta | str, str | None, str | None]:
     """One task per file: METADATA, its check, then the sha256 (while the file is hot).
 
@@ -99,6 +112,7 @@ def scan(
     use_cache: bool = True,
     on_hashed: Callable[[Path], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    hashes: bool = True,
 ) -> Wheelhouse:
     """Read every ``*.whl`` directly in ``root``. Unchanged files cost only a stat call.
 
@@ -107,6 +121,10 @@ def scan(
     files are hashed in parallel). Its metadata is checked (requirements parse) once and
     the verdict is cached with it, so an unchanged wheelhouse parses no requirement: the
     resolver parses those of the wheels it visits.
+
+    ``hashes=False`` reads metadata only: wheels hashed before keep their cached sha256,
+    the others have ``sha256 == ""`` until ``add_hashes`` (``wh lock`` hashes only the
+    wheels of the packages it locks).
     """
     if not root.is_dir():
         raise WheelhouseError(
@@ -135,14 +153,15 @@ def scan(
     stale: list[Path] = []
     for p in paths:
         hit = cached.get(p.name)
-        if hit is not None and hit.get("stat") == _stat_key(stats[p]):
+        unhashed = hit is not None and "sha256" not in hit and "meta" in hit
+        if hit is not None and hit.get("stat") == _stat_key(stats[p]) and not (hashes and unhashed):
             entries[p.name] = hit
         else:
             stale.append(p)
 
     if on_total:
         on_total(len(stale))
-    done = parallel_map(_scan_one, stale, on_done=on_hashed)
+    done = parallel_map(_scan_one if hashes else _scan_meta, stale, on_done=on_hashed)
     for p in stale:
         m, digest, problem = done[p]
         entry: dict[str, Any] = {"stat": _stat_key(stats[p])}
@@ -150,7 +169,8 @@ def scan(
             entry["problem"] = m
         else:
             entry["meta"] = asdict(m)
-            entry["sha256"] = digest
+            if digest is not None:
+                entry["sha256"] = digest
             if problem is not None:  # the check the cache remembers
                 entry["problem"] = problem
         entries[p.name] = entry
@@ -171,7 +191,7 @@ def scan(
                     p,
                     _to_meta(e["meta"]),
                     stats[p].st_size,
-                    str(e["sha256"]),
+                    str(e.get("sha256", "")),
                     built_locally=p.name + ".build.json" in names,
                     checked=True,
                 )
@@ -179,6 +199,39 @@ def scan(
         except WheelProblem as exc:
             problems.append(Problem(p, str(exc)))
     return Wheelhouse(root=root, wheels=tuple(wheels), problems=tuple(problems))
+
+
+def add_hashes(
+    wheels: Iterable[Wheel], *, on_hashed: Callable[[Path], None] | None = None
+) -> tuple[Wheel, ...]:
+    """The same wheels, each with its sha256: unhashed ones are hashed (in parallel) and
+    the digests stored in their folder's scan cache, keyed by the stat they had."""
+    todo = [w for w in wheels if not w.sha256]
+    if not todo:
+        return tuple(wheels)
+    before = {w.path: _stat_key(w.path.stat()) for w in todo}
+    digests = sha256_many([w.path for w in todo], on_done=on_hashed)
+    by_dir: dict[Path, list[Path]] = {}
+    for path in digests:
+        by_dir.setdefault(path.parent, []).append(path)
+    for folder, files in by_dir.items():
+        cfile = _cache_file(folder)
+        try:
+            data = json.loads(cfile.read_text(encoding="utf-8"))
+            entries = data["entries"] if data.get("version") == _CACHE_VERSION else None
+        except (OSError, ValueError, KeyError):
+            entries = None
+        if entries is None:
+            continue
+        for path in files:
+            entry = entries.get(path.name)
+            # only if the file still is what was hashed, and what the entry describes
+            if isinstance(entry, dict) and entry.get("stat") == before[path] == _stat_key(
+                path.stat()
+            ):
+                entry["sha256"] = digests[path]
+        _write_cache(cfile, entries)
+    return tuple(replace(w, sha256=digests[w.path]) if w.path in digests else w for w in wheels)
 
 
 def known_digests(paths: Iterable[Path]) -> dict[Path, str]:

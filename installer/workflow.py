@@ -26,7 +26,7 @@ from installer.hashing import sha256_many
 from installer.plan import Plan, make_plan
 from installer.profile import Profile
 from installer.resolve import Resolution, resolve
-from installer.scan import Wheelhouse, known_digests, scan
+from installer.scan import Wheelhouse, add_hashes, known_digests, scan
 from installer.target import Target, declared
 from installer.validate import refuse_ambiguous
 from installer.verify import Finding, closure, protections, run_checks
@@ -78,9 +78,9 @@ class LockResult:
     skipped: tuple[tuple[str, str], ...] = ()
 
 
-def scan_wheelhouse(root: Path, hooks: Hooks) -> Wheelhouse:
+def scan_wheelhouse(root: Path, hooks: Hooks, *, hashes: bool = True) -> Wheelhouse:
     hooks.status(f"scanning {root}")
-    return scan(root, on_hashed=hooks.hashed, on_total=hooks.hashing_total)
+    return scan(root, on_hashed=hooks.hashed, on_total=hooks.hashing_total, hashes=hashes)
 
 
 def pins_for(
@@ -134,7 +134,8 @@ def do_lock(
             hint="add requirements to the profile or pass --requirement",
         )
     target, env = spec.resolve()
-    wh = scan_wheelhouse(wheelhouse_dir, hooks)
+    # Metadata of every wheel, but sha256 only of the wheels of the packages locked below.
+    wh = scan_wheelhouse(wheelhouse_dir, hooks, hashes=False)
     pins, absent = pins_for(profile, target, env, wh)
     installed = {}
     if env is not None and use_installed:
@@ -151,7 +152,12 @@ def do_lock(
         installed=installed,
         prereleases=prereleases,
     )
-    refuse_ambiguous(wh.wheels, set(resolution.packages))  # reliability: one file per identity
+    locked_names = set(resolution.packages)
+    locked_wheels = [w for w in wh.wheels if w.name in locked_names]
+    hooks.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
+    hashed = add_hashes(locked_wheels, on_hashed=hooks.hashed)
+    digests = {w.path: w.sha256 for w in hashed}
+    refuse_ambiguous(hashed, locked_names)  # reliability: one file per identity
     missing = sorted(absent & set(resolution.packages))
     if missing and env is not None:
         name = missing[0]
@@ -170,7 +176,9 @@ def do_lock(
         for r in index.rejected.get(name, [])
     )
     records = build_records(resolution)
-    data = lockmod.render(resolution, profile, target, lock_path, build_records=records)
+    data = lockmod.render(
+        resolution, profile, target, lock_path, build_records=records, digests=digests
+    )
     changed = lockmod.write(lock_path, data) if write else False
     return LockResult(lock_path, changed, resolution, wh, target, data, skipped)
 

@@ -108,3 +108,37 @@ def test_cli_scan_lists_wheels_and_exclusions(tmp_path: Path) -> None:
     assert "excluded broken-1.0-py3-none-any.whl: not a valid zip" in r.stdout
     strict = run_wh("scan", "--wheelhouse", tmp_path, "--strict")
     assert strict.returncode == 3
+
+
+def test_metadata_only_scan_then_hash_just_what_is_needed(tmp_path: Path) -> None:
+    """`wh lock` reads every wheel's metadata but hashes only the wheels it locks."""
+    from installer.hashing import sha256_file
+    from installer.scan import add_hashes
+
+    a = make_wheel(tmp_path, "a", "1.0")
+    make_wheel(tmp_path, "b", "1.0")
+    light = scan(tmp_path, hashes=False)
+    assert [w.sha256 for w in light.wheels] == ["", ""]
+    (wa,) = add_hashes([w for w in light.wheels if w.name == "a"])
+    assert wa.sha256 == sha256_file(a)
+    # the digest went into the cache: a later metadata-only scan knows it, b stays unhashed
+    again = {w.name: w.sha256 for w in scan(tmp_path, hashes=False).wheels}
+    assert again == {"a": wa.sha256, "b": ""}
+    # a full scan hashes what is missing
+    full = {w.name: w.sha256 for w in scan(tmp_path).wheels}
+    assert full["a"] == wa.sha256 and len(full["b"]) == 64
+
+
+def test_lock_bytes_do_not_depend_on_what_was_hashed_before(tmp_path: Path) -> None:
+    house = tmp_path / "house"
+    make_wheel(house, "app", "1.0", ["lib"])
+    make_wheel(house, "lib", "2.0")
+    make_wheel(house, "unrelated", "9.9")
+    args = ["lock", "-r", "app", "--wheelhouse", house, "--platform", "win_amd64",
+            "--python-version", "3.12", "--lockfile"]  # fmt: skip
+    assert run_wh(*args, tmp_path / "cold.toml").returncode == 0
+    assert run_wh("scan", "--wheelhouse", house).returncode == 0  # hashes everything
+    assert run_wh(*args, tmp_path / "warm.toml").returncode == 0
+    cold = (tmp_path / "cold.toml").read_text()
+    assert cold == (tmp_path / "warm.toml").read_text().replace("warm.toml", "cold.toml")
+    assert "unrelated" not in cold
