@@ -161,7 +161,15 @@ def scan(
 
     if on_total:
         on_total(len(stale))
-    done = parallel_map(_scan_one if hashes else _scan_meta, stale, on_done=on_hashed)
+    if hashes:
+        done = parallel_map(_scan_one, stale, on_done=on_hashed)
+    else:
+        # Reading METADATA is Python work under the GIL: threads only add contention.
+        done = {}
+        for p in stale:
+            done[p] = _scan_meta(p)
+            if on_hashed:
+                on_hashed(p)
     for p in stale:
         m, digest, problem = done[p]
         entry: dict[str, Any] = {"stat": _stat_key(stats[p])}
