@@ -216,13 +216,13 @@ def _hooks(quiet: bool) -> Iterator[Hooks]:
     if quiet:
         yield Hooks()
         return
+    if not sys.stderr.isatty():  # no bar to draw: rich is not even imported
+        yield Hooks(status=lambda m: click.echo(f"· {m}", err=True))
+        return
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn
 
     console = Console(stderr=True)
-    if not console.is_terminal:
-        yield Hooks(status=lambda m: click.echo(f"· {m}", err=True))
-        return
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -6,13 +6,11 @@ import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 
-from installer import envlock, journal, safeguard
 from installer import lock as lockmod
-from installer.backend import choose
 from installer.candidates import CandidateIndex, Pinned
 from installer.environment import Environment, default_python, probe
 from installer.errors import (
@@ -23,13 +21,15 @@ from installer.errors import (
     VerifyError,
 )
 from installer.hashing import sha256_many
-from installer.plan import Plan, make_plan
 from installer.profile import Profile
 from installer.resolve import Resolution, resolve
 from installer.scan import Wheelhouse, add_hashes, known_digests, scan
 from installer.target import Target, declared
 from installer.validate import refuse_ambiguous
 from installer.verify import Finding, closure, protections, run_checks
+
+if TYPE_CHECKING:  # the install machinery loads only when an install runs
+    from installer.plan import Plan
 
 
 @dataclass
@@ -320,6 +320,8 @@ def do_install(
     link_mode: str | None = None,
     lock_timeout: float = 600.0,
 ) -> InstallResult:
+    from installer import envlock, journal
+
     lock = lockmod.read(lock_path)
     env = probe(python)
     # reliability: one wh per environment (pid sidecar), finish a killed install first
@@ -343,6 +345,10 @@ def _install_locked(
     backend_name: str | None,
     link_mode: str | None,
 ) -> InstallResult:
+    from installer import journal, safeguard
+    from installer.backend import choose
+    from installer.plan import make_plan
+
     lock_fits(lock, env)
     kept_installed(lock, env)
     hooks.status("checking wheels against the lock")
