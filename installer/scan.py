@@ -84,14 +84,9 @@ def _scan_one(path: Path) -> tuple[WheelMeta | str, str | None, str | None]:
     check found (requirements that do not parse), if any. The Python work here overlaps
     other files' hashing, which releases the GIL.
     """
-    meta = _read_one(path)
+    meta, _, problem = _scan_meta(path)
     if isinstance(meta, str):
         return meta, None, None
-    try:
-        to_wheel(path, meta, 0, "")
-        problem = None
-    except WheelProblem as exc:
-        problem = str(exc)
     return meta, sha256_file(path), problem
 
 
