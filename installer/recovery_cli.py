@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -21,10 +22,17 @@ import click
     show_default=True,
     help="Seconds to wait for another wh using the environment.",
 )
-def recover(python: Path | None, lock_timeout: float) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output on stdout.")
+@click.pass_context
+def recover(ctx: click.Context, python: Path | None, lock_timeout: float, as_json: bool) -> None:
     """Roll back an interrupted install (or complete its commit); no-op when there is none."""
     from installer.environment import default_python
     from installer.safeguard import recover_env
 
-    done = recover_env(python or default_python(), timeout=lock_timeout)
-    click.echo(done or "nothing to recover")
+    ctx.meta["wh.json"] = as_json  # errors are rendered as JSON too
+    target = python or default_python()
+    done = recover_env(target, timeout=lock_timeout)
+    if as_json:
+        click.echo(json.dumps({"python": str(target), "recovered": bool(done), "message": done}))
+    else:
+        click.echo(done or "nothing to recover")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -173,6 +174,8 @@ def test_wh_recover_command(scene: Scene) -> None:
     scene.assert_unchanged()
     done = wh("recover", "--python", scene.venv, cwd=scene.root)
     assert done.stdout.strip() == "nothing to recover"
+    as_json = wh("recover", "--python", scene.venv, "--json", cwd=scene.root)
+    assert json.loads(as_json.stdout)["recovered"] is False
 
 
 def test_second_installer_waits_or_fails_naming_the_holder(scene: Scene) -> None:
