@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -133,9 +134,12 @@ def do_lock(
             f"profile {profile.name!r} has no requirements",
             hint="add requirements to the profile or pass --requirement",
         )
-    target, env = spec.resolve()
-    # Metadata of every wheel, but sha256 only of the wheels of the packages locked below.
-    wh = scan_wheelhouse(wheelhouse_dir, hooks, hashes=False)
+    # The interpreter probe (a subprocess) runs while the wheelhouse is scanned. The scan
+    # reads every wheel's metadata, but hashes only the wheels of the packages locked below.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        probing = pool.submit(spec.resolve)
+        wh = scan_wheelhouse(wheelhouse_dir, hooks, hashes=False)
+        target, env = probing.result()
     pins, absent = pins_for(profile, target, env, wh)
     installed = {}
     if env is not None and use_installed:
