@@ -178,11 +178,12 @@ def render(
         packages=packages,
         tool={"wh": tool_wh},
     )
+    doc = pylock.to_dict()
     try:
-        pylock.validate()
+        Pylock.from_dict(doc)  # what Pylock.validate() does, on the dict written below
     except PylockValidationError as exc:  # pragma: no cover - a bug in wh, not user input
         raise LockError(f"wh produced an invalid lock: {exc}") from exc
-    body = tomli_w.dumps(_sorted(pylock.to_dict())).encode()
+    body = tomli_w.dumps(_sorted(doc)).encode()
     digest = hashlib.sha256(body).hexdigest()
     return body.replace(_DIGEST_BLANK, f'digest = "sha256:{digest}"'.encode(), 1)
 
