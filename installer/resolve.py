@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from typing import Any
 
@@ -14,7 +14,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from installer.candidates import Candidate, CandidateIndex, Pinned
+from installer.candidates import Candidate, CandidateIndex, Pinned, Rejected
 from installer.errors import ResolutionError
 from installer.overrides import Applied, apply_override
 from installer.profile import Override
@@ -85,6 +85,8 @@ class Resolution:
     unused_overrides: tuple[Override, ...]
     pins: Mapping[NormalizedName, Pinned]
     levels: tuple[tuple[NormalizedName, ...], ...] = field(default=())
+    # wheels of the chosen packages that do not fit the target (tag, Requires-Python)
+    rejected: tuple[Rejected, ...] = field(default=())
 
     def versions(self) -> dict[str, str]:
         return {n: str(c.candidate.version) for n, c in sorted(self.packages.items())}
@@ -295,7 +297,9 @@ def resolve(
             f"resolution gave up after {max_rounds} rounds of backtracking",
             hint="pin the packages involved more tightly in the profile's requirements",
         ) from exc
-    return _assemble(result.mapping, root_needs, root_applied, target, over, pins)
+    resolution = _assemble(result.mapping, root_needs, root_applied, target, over, pins)
+    rejected = tuple(r for n in sorted(resolution.packages) for r in index.rejected.get(n, []))
+    return replace(resolution, rejected=rejected)
 
 
 def requirement_chain(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.utils import NormalizedName, canonicalize_name
 
 from installer import lock as lockmod
-from installer.candidates import CandidateIndex, Pinned
+from installer.candidates import Pinned
 from installer.environment import Environment, default_python, probe
 from installer.errors import (
     LockError,
@@ -173,12 +173,7 @@ def do_lock(
             hint=f"install the {name} build you need into the environment first, or remove the "
             "protection deliberately",
         )
-    index = CandidateIndex.build(wh.wheels, target, {})
-    skipped = tuple(
-        (r.filename, r.reason)
-        for name in sorted(resolution.packages)
-        for r in index.rejected.get(name, [])
-    )
+    skipped = tuple((r.filename, r.reason) for r in resolution.rejected)
     records = build_records(resolution)
     data = lockmod.render(
         resolution, profile, target, lock_path, build_records=records, digests=digests

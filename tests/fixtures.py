@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import venv
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -30,8 +29,9 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 def make_venv(path: Path, wheels: Sequence[Path] = ()) -> Path:
     """A real venv (no pip inside) with ``wheels`` installed by real uv; returns its python."""
-    venv.EnvBuilder(with_pip=False).create(path)
-    python = venv_python(path)
+    from tests.envsnap import make_venv as bare_venv
+
+    python = venv_python(bare_venv(path))
     if wheels:
         uv = uv_binary()
         assert uv is not None
