@@ -22,11 +22,13 @@ from installer.environment import Environment
 from installer.errors import LockError, WheelhouseError
 from installer.fetch import configured_pip_env, fetch
 from installer.hashing import sha256_file, sha256_many
+from installer.hooks import Hooks, TargetSpec
 from installer.profile import Profile
 from installer.resolve import Resolution, resolve
-from installer.scan import cache_dir, scan
+from installer.scan import scan
+from installer.stamps import cache_dir
 from installer.target import Target
-from installer.workflow import Hooks, TargetSpec, do_lock
+from installer.workflow import do_lock
 
 MANIFEST = "SHA256SUMS"
 INFO = "bundle.txt"

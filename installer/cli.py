@@ -16,8 +16,8 @@ from installer import __version__
 from installer.errors import WhError
 
 if TYPE_CHECKING:
+    from installer.hooks import Hooks, TargetSpec
     from installer.profile import Profile
-    from installer.workflow import Hooks, TargetSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -197,13 +197,13 @@ def _profile(kw: dict[str, Any]) -> Profile:
 
 
 def _lock_path(kw: dict[str, Any], profile_name: str) -> Path:
-    from installer.lock import default_path
+    from installer.profile import default_lock_path
 
-    return kw["lockfile"] or default_path(profile_name)
+    return kw["lockfile"] or default_lock_path(profile_name)
 
 
 def _spec(kw: dict[str, Any]) -> TargetSpec:
-    from installer.workflow import TargetSpec
+    from installer.hooks import TargetSpec
 
     return TargetSpec(kw["python"], kw["platform"], kw["python_version"])
 
@@ -211,7 +211,7 @@ def _spec(kw: dict[str, Any]) -> TargetSpec:
 @contextmanager
 def _hooks(quiet: bool) -> Iterator[Hooks]:
     """Progress on stderr: a bar while hashing (on a terminal), status lines otherwise."""
-    from installer.workflow import Hooks
+    from installer.hooks import Hooks
 
     if quiet:
         yield Hooks()
@@ -326,13 +326,18 @@ def lock(
     **kw: Any,
 ) -> None:
     """Resolve PROFILE from the wheelhouse and write a PEP 751 lock."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
     from installer.errors import LockError
-    from installer.workflow import check_lock, do_lock
+    from installer.lockmemo import lock_report
 
     profile = _profile(kw)
     path = _lock_path(kw, profile.name)
     with _hooks(as_json) as hooks:
         if check:
+            from installer.workflow import check_lock
+
             problems = check_lock(profile, wheelhouse, path, _spec(kw), hooks)
             if problems:
                 raise LockError(
@@ -346,7 +351,7 @@ def lock(
                 lambda: click.echo(f"{path} is up to date"),
             )
             return
-        result = do_lock(
+        data = lock_report(
             profile,
             wheelhouse,
             path,
@@ -355,49 +360,34 @@ def lock(
             prereleases=prereleases,
             use_installed=not ignore_installed,
         )
-    res = result.resolution
-    data = {
-        "lockfile": str(path),
-        "changed": result.changed,
-        "target": result.target.to_json(),
-        "packages": res.versions(),
-        "install_order": [list(x) for x in res.levels],
-        "overrides_applied": [a.__dict__ for a in res.applied],
-        "unused_overrides": [str(o.requirement) for o in res.unused_overrides],
-        "protected": {n: str(p.version) for n, p in res.pins.items()},
-        "excluded_wheels": [
-            {"filename": p.path.name, "reason": p.reason} for p in result.wheelhouse.problems
-        ],
-        "skipped_for_target": [{"filename": f, "reason": r} for f, r in result.skipped],
-    }
 
     def text() -> None:
-        click.echo(f"locked {len(res.packages)} package(s) for {result.target.description}")
-        for i, level in enumerate(res.levels, 1):
+        packages = data["packages"]
+        click.echo(f"locked {len(packages)} package(s) for {data['target']['description']}")
+        for i, level in enumerate(data["install_order"], 1):
+            click.echo(f"  level {i}: " + ", ".join(f"{n} {packages[n]}" for n in level))
+        for a in data["overrides_applied"]:
             click.echo(
-                f"  level {i}: "
-                + ", ".join(f"{n} {res.packages[n].candidate.version}" for n in level)
+                f"override: {a['by']}: {a['original']} -> {a['replacement']}"
+                + (f" ({a['reason']})" if a["reason"] else "")
             )
-        for a in res.applied:
+        for text in data["unused_overrides"]:
+            name = canonicalize_name(Requirement(text).name)
+            click.echo(f"unused override: {text} (nothing required {name})")
+        for n, version in data["protected"].items():
+            click.echo(f"protected: {n} {version} kept as installed")
+        if data["excluded_wheels"]:
+            click.echo(f"excluded {len(data['excluded_wheels'])} wheel(s):")
+            for e in data["excluded_wheels"]:
+                click.echo(f"  {e['filename']}: {e['reason']}")
+        if data["skipped_for_target"]:
             click.echo(
-                f"override: {a.by}: {a.original} -> {a.replacement}"
-                + (f" ({a.reason})" if a.reason else "")
+                f"skipped {len(data['skipped_for_target'])} wheel(s) of locked packages "
+                "for this target:"
             )
-        for o in res.unused_overrides:
-            click.echo(f"unused override: {o.requirement} (nothing required {o.name})")
-        for n, pin in sorted(res.pins.items()):
-            click.echo(f"protected: {n} {pin.version} kept as installed")
-        if result.wheelhouse.problems:
-            click.echo(f"excluded {len(result.wheelhouse.problems)} wheel(s):")
-            for problem in result.wheelhouse.problems:
-                click.echo(f"  {problem}")
-        if result.skipped:
-            click.echo(
-                f"skipped {len(result.skipped)} wheel(s) of locked packages for this target:"
-            )
-            for filename, reason in result.skipped:
-                click.echo(f"  {filename}: {reason}")
-        click.echo(f"{'wrote' if result.changed else 'unchanged'} {path}")
+            for e in data["skipped_for_target"]:
+                click.echo(f"  {e['filename']}: {e['reason']}")
+        click.echo(f"{'wrote' if data['changed'] else 'unchanged'} {path}")
 
     _emit(as_json, data, text)
 
@@ -536,12 +526,13 @@ def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
     """Check an environment against PROFILE's lock: closure, protections, checks."""
     from installer import lock as lockmod
     from installer.environment import default_python
+    from installer.profile import default_lock_path
     from installer.workflow import verify_env
 
     name = kw["profile_name"] or ("cli" if kw["requirements"] else None)
     if name is None and not kw["lockfile"]:
         raise click.UsageError("name a PROFILE or pass --lockfile")
-    path = kw["lockfile"] or lockmod.default_path(str(name))
+    path = kw["lockfile"] or default_lock_path(str(name))
     from installer.safeguard import recover_env
 
     recovered = recover_env(python or default_python())  # a killed install is rolled back
@@ -580,11 +571,12 @@ def why(
     from packaging.version import Version
 
     from installer import lock as lockmod
+    from installer.profile import default_lock_path
     from installer.why import chains, why_not
 
     if not lockfile and not profile_name:
         raise click.UsageError("name a PROFILE or pass --lockfile")
-    path = lockfile or lockmod.default_path(str(profile_name))
+    path = lockfile or default_lock_path(str(profile_name))
     lk = lockmod.read(path)
     key = canonicalize_name(name)
     found = chains(lk, key)
@@ -654,7 +646,7 @@ _register_subcommands()
 
 
 def _fetch_targets(kw: dict[str, Any]) -> list[Any]:
-    from installer.workflow import TargetSpec
+    from installer.hooks import TargetSpec
 
     platforms, versions = kw["platforms"], kw["python_versions"]
     if bool(platforms) != bool(versions):

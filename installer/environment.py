@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import packaging
 from packaging.requirements import InvalidRequirement, Requirement
@@ -16,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from installer import proc
 from installer.errors import ProcessError, TargetError
+from installer.stamps import cache_dir, stat_key, write_json
 from installer.target import Target
 
 # Runs inside the target interpreter. It borrows wh's own `packaging` for tags and markers
@@ -58,8 +61,10 @@ print(json.dumps({
     "tags": [str(t) for t in tags.sys_tags()],
     "markers": markers.default_environment(),
     "dists": dists,
+    "sys_path": [p for p in sys.path if p],
 }))
 """
+_PROBE_ID = hashlib.sha256(_PROBE.encode()).hexdigest()[:16]  # a new probe forgets old answers
 
 
 @dataclass(frozen=True)
@@ -104,8 +109,13 @@ def venv_python(venv: Path) -> Path:
     return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def probe(python: Path) -> Environment:
-    """Ask ``python`` (a file, or a venv folder) for its tags, markers and installed dists."""
+def probe(python: Path, *, cached: bool = False) -> Environment:
+    """Ask ``python`` (a file, or a venv folder) for its tags, markers and installed dists.
+
+    ``cached=True`` may answer from the last probe of the same interpreter when nothing it
+    reported from can have changed (see ``_stamp``); wh uses that for locking, never for
+    the probe an install takes under the environment lock.
+    """
     if python.is_dir():
         python = venv_python(python)
     if not python.exists():
@@ -113,6 +123,14 @@ def probe(python: Path) -> Environment:
             f"target interpreter {python} does not exist",
             hint="pass --python with the path of an existing interpreter or venv",
         )
+    data = _recall(python) if cached else None
+    if data is None:
+        data = _run_probe(python)
+        _remember(python, data)
+    return _environment(python, data)
+
+
+def _run_probe(python: Path) -> dict[str, Any]:
     borrowed = str(Path(packaging.__file__).resolve().parent.parent)
     try:
         done = proc.run(
@@ -126,7 +144,95 @@ def probe(python: Path) -> Environment:
             details=exc.details,
             hint="check that it is a working CPython >= 3.8",
         ) from exc
-    data = json.loads(done.stdout)
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+# What the probe reads: the interpreter (and its venv's pyvenv.cfg), every sys.path entry,
+# and in each the distributions' metadata files and the .pth files that extend sys.path.
+_DIST_SUFFIXES = (".dist-info", ".egg-info", ".pth", ".egg-link")
+_DIST_FILES = ("METADATA", "PKG-INFO", "RECORD", "INSTALLER", "requires.txt")
+
+
+def _stat_or_none(path: Path | str) -> list[int] | None:
+    try:
+        return stat_key(os.stat(path))
+    except OSError:
+        return None
+
+
+def _host() -> list[Any]:
+    """Host facts behind tags and markers (glibc version, kernel) that live outside the env."""
+    out: list[Any] = [sys.platform]
+    confstr = getattr(os, "confstr", None)
+    if confstr is not None:
+        try:
+            out.append(confstr("CS_GNU_LIBC_VERSION"))
+        except (OSError, ValueError):
+            out.append(None)
+    if sys.platform == "win32":
+        out.append(list(sys.getwindowsversion()))
+    else:
+        out.append(list(os.uname()))
+    return out
+
+
+def _stamp(python: Path, sys_path: list[str]) -> list[Any]:
+    """Every file state the probe's answer depends on, by ``stat_key``.
+
+    Installing, removing or rewriting a distribution changes its folder's listing (so the
+    folder's mtime/ctime) or the stat of its METADATA, RECORD or INSTALLER.
+    """
+    venv_cfg = python.parent.parent / "pyvenv.cfg"
+    out: list[Any] = [
+        str(python.absolute()),
+        _stat_or_none(python),
+        [python.is_symlink(), str(python.resolve())],
+        _stat_or_none(venv_cfg),
+        _host(),
+    ]
+    for entry in sys_path:
+        st = _stat_or_none(entry)
+        row: list[Any] = [entry, st]
+        if st is not None and os.path.isdir(entry):
+            try:
+                with os.scandir(entry) as it:
+                    names = sorted(de.name for de in it if de.name.endswith(_DIST_SUFFIXES))
+            except OSError:
+                names = []
+            for name in names:
+                full = os.path.join(entry, name)
+                row.append([name, _stat_or_none(full)])
+                if os.path.isdir(full):
+                    row.append([_stat_or_none(os.path.join(full, f)) for f in _DIST_FILES])
+        out.append(row)
+    return out
+
+
+def _probe_cache(python: Path) -> Path:
+    name = hashlib.sha256(str(python.absolute()).encode()).hexdigest()[:24]
+    return cache_dir() / "probe" / f"{name}.json"
+
+
+def _recall(python: Path) -> dict[str, Any] | None:
+    try:
+        memo = json.loads(_probe_cache(python).read_text(encoding="utf-8"))
+        data = memo["data"]
+        if memo.get("wh") != _PROBE_ID or memo.get("stamp") != _stamp(python, data["sys_path"]):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _remember(python: Path, data: dict[str, Any]) -> None:
+    if "sys_path" not in data:
+        return
+    stamp = _stamp(python, data["sys_path"])
+    write_json(_probe_cache(python), {"wh": _PROBE_ID, "stamp": stamp, "data": data})
+
+
+def _environment(python: Path, data: dict[str, Any]) -> Environment:
     target = Target(
         description=f"{data['executable']} (CPython {data['version']})",
         python_full_version=data["version"],

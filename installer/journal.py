@@ -95,10 +95,14 @@ def _listing(root: Path) -> Watched:
     return Watched(str(root), True, tuple(sorted(entries)))
 
 
-def _watch_root(path: Path, base: Path, schemes: Schemes) -> Path:
-    if base in schemes.site_dirs():
-        rel = path.relative_to(base).parts
-        return base / rel[0]
+def _watch_root(path: Path, base: Path, site_dirs: frozenset[Path]) -> Path:
+    if base in site_dirs:
+        # the top-level entry under the site folder (string work: this runs once per file)
+        head = str(base) + os.sep
+        text = str(path)
+        if text.startswith(head):
+            return base / text[len(head) :].split(os.sep, 1)[0]
+        return base / path.relative_to(base).parts[0]
     # data and headers: the highest folder the install would create, else the file
     top = path
     for parent in path.parents:
@@ -106,6 +110,15 @@ def _watch_root(path: Path, base: Path, schemes: Schemes) -> Path:
             break
         top = parent
     return top
+
+
+def _ancestor_keys(k: str) -> Iterator[str]:
+    while True:
+        parent = os.path.dirname(k)
+        if parent == k:
+            return
+        yield parent
+        k = parent
 
 
 def _pycache_siblings(py: Path) -> list[Path]:
@@ -125,21 +138,23 @@ def plan_record(
 ) -> Record:
     """Everything an install of ``layouts`` (replacing ``replaced``) may touch."""
     roots: dict[str, Path] = {key(r): r for r in extra_roots}
+    site_dirs = frozenset(schemes.site_dirs())
     for lay in layouts:
         for t in lay.files:
-            r = _watch_root(t.path, t.base, schemes)
+            r = _watch_root(t.path, t.base, site_dirs)
             roots.setdefault(key(r), r)
-            if t.base in schemes.site_dirs() and len(t.path.relative_to(t.base).parts) == 1:
+            if r == t.path and t.base in site_dirs:  # a module at the top of site-packages
                 cache = t.base / "__pycache__"
                 roots.setdefault(key(cache), cache)
         for s in (*lay.scripts, *lay.scratch):
             roots.setdefault(key(s), s)
     # a root inside another root is covered by the outer listing
-    ordered = sorted(roots.values(), key=lambda p: len(p.parts))
     kept: list[Path] = []
-    for r in ordered:
-        if not any(inside(r, k) for k in kept):
+    kept_keys: set[str] = set()
+    for k, r in sorted(roots.items(), key=lambda kv: len(kv[1].parts)):
+        if not any(a in kept_keys for a in _ancestor_keys(k)):
             kept.append(r)
+            kept_keys.add(k)
     moves: dict[str, Path] = {}
     limit = real(prefix)
     for dist in replaced:

@@ -51,6 +51,8 @@ class Target:
     path: Path
     hash: str
     base: Path
+    arcname: str = ""  # the wheel member it comes from ("" for files a backend generates)
+    size: str = ""  # RECORD's size column
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def layout(wheel: Path, schemes: Schemes) -> WheelLayout:
         wheel_txt = zf.read(f"{di}/WHEEL").decode("utf-8", "replace")
         purelib = (HeaderParser().parsestr(wheel_txt).get("Root-Is-Purelib") or "").strip()
         root = schemes.purelib if purelib.lower() == "true" else schemes.platlib
-        hashes = _record_hashes(zf.read(f"{di}/RECORD")) if f"{di}/RECORD" in names else {}
+        rows = _record_rows(zf.read(f"{di}/RECORD")) if f"{di}/RECORD" in names else {}
         ep = f"{di}/entry_points.txt"
         entry_points = zf.read(ep) if ep in names else b""
     files: list[Target] = []
@@ -104,7 +106,8 @@ def layout(wheel: Path, schemes: Schemes) -> WheelLayout:
                 base, rel = schemes.data, rest
         else:
             base, rel = root, arc
-        files.append(Target(base / rel, hashes.get(arc, ""), base))
+        digest, size = rows.get(arc, ("", ""))
+        files.append(Target(base / rel, digest, base, arc, size))
     for extra in GENERATED_DIST_INFO:
         files.append(Target(root / di / extra, "", root))
     scripts: list[Path] = []
@@ -126,11 +129,12 @@ def _script_names(entry_points: bytes) -> Iterator[str]:
             yield line.split("=", 1)[0].strip()
 
 
-def _record_hashes(data: bytes) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _record_rows(data: bytes) -> dict[str, tuple[str, str]]:
+    """RECORD as path -> (hash, size)."""
+    out: dict[str, tuple[str, str]] = {}
     for row in csv.reader(io.StringIO(data.decode("utf-8", "replace"))):
         if len(row) >= 2:
-            out[row[0]] = row[1]
+            out[row[0]] = (row[1], row[2] if len(row) > 2 else "")
     return out
 
 

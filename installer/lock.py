@@ -69,10 +69,6 @@ class Lock:
         return list(self.tool.get("overrides", []))
 
 
-def default_path(profile: str, lockdir: Path = Path("lockfiles")) -> Path:
-    return lockdir / f"pylock.{profile}.toml"
-
-
 def _environment_marker(target: Target) -> Marker:
     m = target.markers
     return Marker(

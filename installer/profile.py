@@ -24,6 +24,11 @@ LINK_MODES = ("copy", "hardlink", "symlink", "clone")
 BACKENDS = ("auto", "uv", "pip")
 
 
+def default_lock_path(profile: str, lockdir: Path = Path("lockfiles")) -> Path:
+    """Where a profile's lock lives unless --lockfile says otherwise."""
+    return lockdir / f"pylock.{profile}.toml"
+
+
 @dataclass(frozen=True)
 class Override:
     """Replaces every wheel's requirement on ``requirement.name`` with this one."""

@@ -2,27 +2,52 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from installer import envlock, journal
+from installer import envlock, journal, verified
 from installer.environment import Environment, probe
 from installer.layout import Schemes, WheelLayout, layout
 from installer.overwrite import clashes, refuse_clashes
 from installer.plan import Plan
-from installer.validate import check_wheels
+from installer.validate import check_wheels, installed_problems
 
 
 def preflight(
-    env: Environment, wheels: Sequence[Path], *, allow_overwrite: Collection[str] = ()
+    env: Environment,
+    wheels: Sequence[Path],
+    *,
+    allow_overwrite: Collection[str] = (),
+    digests: Mapping[Path, str] | None = None,
 ) -> list[WheelLayout]:
-    """Before anything changes: every wheel sound, no file of another distribution clobbered."""
-    check_wheels(wheels)
+    """Before anything changes: every wheel sound, no file of another distribution clobbered.
+
+    ``digests`` are the wheels' sha256, already checked against the lock: a wheel whose
+    digest passed before is not validated again. The member hashes are checked once the
+    backend wrote them (``verify_installed``)."""
+    digests = digests or {}
+    todo = [w for w in wheels if not verified.known("structure", digests.get(w, ""))]
+    check_wheels(todo, contents=False)
+    for w in todo:
+        verified.remember("structure", digests.get(w, ""))
     schemes = Schemes.of(env)
     layouts = [layout(w, schemes) for w in wheels]
     refuse_clashes(clashes(layouts, env.dists, allow_overwrite=allow_overwrite))
     return layouts
+
+
+def verify_installed(
+    env: Environment, layouts: Sequence[WheelLayout], digests: Mapping[Path, str] | None = None
+) -> None:
+    """The files just installed match their wheels' RECORD (raise inside the transaction).
+
+    Wheels whose digest passed this check before are skipped."""
+    digests = digests or {}
+    todo = [lay for lay in layouts if not verified.known("contents", digests.get(lay.wheel, ""))]
+    installed_problems(todo, Schemes.of(env).scripts)
+    for lay in todo:
+        verified.remember("contents", digests.get(lay.wheel, ""))
 
 
 @contextmanager

@@ -10,11 +10,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-from platformdirs import user_cache_dir
-
 from installer.errors import WheelhouseError
 from installer.hashing import parallel_map, sha256_file, sha256_many
+from installer.stamps import cache_dir, stat_key
 from installer.wheelfile import Wheel, WheelMeta, WheelProblem, read_meta, to_wheel
 
 _CACHE_VERSION = 3  # 2: entries carry the verdict of to_wheel's checks; 3: ctime in key
@@ -40,20 +38,9 @@ class Wheelhouse:
     problems: tuple[Problem, ...]
 
 
-def cache_dir() -> Path:
-    env = os.environ.get("WH_CACHE_DIR")
-    return Path(env) if env else Path(user_cache_dir("wh", appauthor=False))
-
-
 def _cache_file(root: Path) -> Path:
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:20]
     return cache_dir() / "scan" / f"{key}.json"
-
-
-def _stat_key(st: os.stat_result) -> list[int]:
-    """What must be unchanged for a cached entry to stand. ctime is in it because an
-    in-place rewrite can restore size, mtime and inode, but never the change time."""
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
 def _read_one(path: Path) -> WheelMeta | str:
@@ -149,7 +136,7 @@ def scan(
     for p in paths:
         hit = cached.get(p.name)
         unhashed = hit is not None and "sha256" not in hit and "meta" in hit
-        if hit is not None and hit.get("stat") == _stat_key(stats[p]) and not (hashes and unhashed):
+        if hit is not None and hit.get("stat") == stat_key(stats[p]) and not (hashes and unhashed):
             entries[p.name] = hit
         else:
             stale.append(p)
@@ -167,7 +154,7 @@ def scan(
                 on_hashed(p)
     for p in stale:
         m, digest, problem = done[p]
-        entry: dict[str, Any] = {"stat": _stat_key(stats[p])}
+        entry: dict[str, Any] = {"stat": stat_key(stats[p])}
         if isinstance(m, str):
             entry["problem"] = m
         else:
@@ -212,7 +199,7 @@ def add_hashes(
     todo = [w for w in wheels if not w.sha256]
     if not todo:
         return tuple(wheels)
-    before = {w.path: _stat_key(w.path.stat()) for w in todo}
+    before = {w.path: stat_key(w.path.stat()) for w in todo}
     digests = sha256_many([w.path for w in todo], on_done=on_hashed)
     by_dir: dict[Path, list[Path]] = {}
     for path in digests:
@@ -229,7 +216,7 @@ def add_hashes(
         for path in files:
             entry = entries.get(path.name)
             # only if the file still is what was hashed, and what the entry describes
-            if isinstance(entry, dict) and entry.get("stat") == before[path] == _stat_key(
+            if isinstance(entry, dict) and entry.get("stat") == before[path] == stat_key(
                 path.stat()
             ):
                 entry["sha256"] = digests[path]
@@ -265,7 +252,7 @@ def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
                 st = p.stat()
             except OSError:
                 continue
-            if e.get("stat") == _stat_key(st):
+            if e.get("stat") == stat_key(st):
                 out[p] = str(e["sha256"])
     return out
 
@@ -273,6 +260,8 @@ def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
 def _write_cache(cfile: Path, entries: dict[str, dict[str, object]]) -> None:
     try:
         cfile.parent.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock
+
         with FileLock(str(cfile) + ".lock", timeout=30):
             tmp = cfile.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(

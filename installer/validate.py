@@ -7,8 +7,15 @@ A pure function over the zip: nothing is extracted. The limits against zip bombs
 - ``max_entries`` (default 500,000 members).
 - ``max_ratio`` (default 200:1) for any member larger than ``ratio_min_bytes`` (16 MiB):
   deflate tops out near 1032:1, and real binaries and sources stay well under 20:1.
-- Every member is decompressed once to check its RECORD hash, so a member that expands past
-  its declared size, or does not match its CRC, is caught too.
+- ``contents=True`` decompresses every member once to check its RECORD hash, so a member
+  that expands past its declared size, or does not match its CRC, is caught too.
+
+Before an install wh checks structure only (``contents=False``: the central directory,
+WHEEL, METADATA and RECORD, with RECORD sizes against the declared sizes), which reads a
+few KB per wheel; inflating a GPU stack's 10 GB a second time (the backend inflates it
+anyway) would cost as much as the install. The member hashes are then checked on the files
+the backend wrote (``installed_problems``), inside the install's transaction, so a mismatch
+rolls the environment back to exactly what it was.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import base64
 import csv
 import hashlib
 import io
+import os
 import re
 import stat
 import zipfile
@@ -35,6 +43,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from installer.errors import WheelhouseError
+from installer.layout import WheelLayout
 from installer.wheelfile import Wheel
 
 # RECORD may not hash itself or its signatures.
@@ -76,8 +85,10 @@ def unsafe_path(name: str) -> str | None:
     return None
 
 
-def problems(path: Path, limits: Limits = LIMITS) -> list[str]:
-    """Every reason ``path`` must not be installed (empty: it is a sound wheel)."""
+def problems(path: Path, limits: Limits = LIMITS, *, contents: bool = True) -> list[str]:
+    """Every reason ``path`` must not be installed (empty: it is a sound wheel).
+
+    ``contents=False`` leaves out the member hashes (see the module docstring)."""
     out: list[str] = []
     try:
         name, version, _build, _tags = parse_wheel_filename(path.name)
@@ -85,7 +96,7 @@ def problems(path: Path, limits: Limits = LIMITS) -> list[str]:
         return [f"invalid wheel filename: {exc}"]
     try:
         with zipfile.ZipFile(path) as zf:
-            out += _check(zf, name, version, limits)
+            out += _check(zf, name, version, limits, contents)
     except zipfile.BadZipFile as exc:
         out.append(f"not a valid zip file, or truncated ({exc})")
     except (OSError, EOFError, ValueError, NotImplementedError) as exc:
@@ -93,7 +104,9 @@ def problems(path: Path, limits: Limits = LIMITS) -> list[str]:
     return out
 
 
-def _check(zf: zipfile.ZipFile, name: str, version: Version, limits: Limits) -> list[str]:
+def _check(
+    zf: zipfile.ZipFile, name: str, version: Version, limits: Limits, contents: bool
+) -> list[str]:
     out: list[str] = []
     infos = zf.infolist()
     if len(infos) > limits.max_entries:
@@ -154,7 +167,7 @@ def _check(zf: zipfile.ZipFile, name: str, version: Version, limits: Limits) -> 
     if f"{di}/RECORD" not in files:
         out.append(f"{di}/RECORD is missing")
         return out
-    out += _record(zf, files, di)
+    out += _record(zf, files, di, contents)
     return out
 
 
@@ -211,7 +224,9 @@ def _metadata(
     return out
 
 
-def _record(zf: zipfile.ZipFile, files: dict[str, zipfile.ZipInfo], di: str) -> list[str]:
+def _record(
+    zf: zipfile.ZipFile, files: dict[str, zipfile.ZipInfo], di: str, contents: bool
+) -> list[str]:
     out: list[str] = []
     text = zf.read(f"{di}/RECORD").decode("utf-8", "replace")
     listed: dict[str, tuple[str, str]] = {}
@@ -243,6 +258,13 @@ def _record(zf: zipfile.ZipFile, files: dict[str, zipfile.ZipInfo], di: str) -> 
         if algo not in _STRONG:
             out.append(f"RECORD hashes {path!r} with {algo!r}; sha256 or stronger is required")
             continue
+        if not contents:
+            if size and size != str(info.file_size):
+                out.append(
+                    f"RECORD size mismatch for {path!r}: RECORD says {size}, "
+                    f"the archive declares {info.file_size}"
+                )
+            continue
         h = hashlib.new(algo)
         actual = 0
         with zf.open(info) as f:
@@ -257,19 +279,93 @@ def _record(zf: zipfile.ZipFile, files: dict[str, zipfile.ZipInfo], di: str) -> 
     return out
 
 
-def check_wheels(paths: Sequence[Path], limits: Limits = LIMITS) -> None:
+def check_wheels(paths: Sequence[Path], limits: Limits = LIMITS, *, contents: bool = True) -> None:
     """Validate every wheel (in parallel); raise one WheelhouseError listing all problems."""
     todo = list(paths)
     with ThreadPoolExecutor(max_workers=min(8, len(todo)) or 1) as pool:
-        found = list(pool.map(lambda p: problems(p, limits), todo))
-    bad = [(p, ps) for p, ps in zip(todo, found, strict=True) if ps]
+        found = list(pool.map(lambda p: problems(p, limits, contents=contents), todo))
+    _refuse([(p.name, ps) for p, ps in zip(todo, found, strict=True) if ps])
+
+
+def _refuse(bad: Sequence[tuple[str, Sequence[str]]]) -> None:
     if bad:
         raise WheelhouseError(
             f"{len(bad)} wheel(s) failed validation; nothing was installed",
-            details=[f"{p.name}: {msg}" for p, ps in bad for msg in ps],
+            details=[f"{name}: {msg}" for name, ps in bad for msg in ps],
             hint="replace these wheels with sound builds (never install a wheel whose RECORD "
             "does not match its contents)",
         )
+
+
+def _digest(path: Path, algo: str) -> tuple[str, int]:
+    h = hashlib.new(algo)
+    size = 0
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            size += len(chunk)
+            h.update(chunk)
+    return base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode(), size
+
+
+def installed_problems(layouts: Sequence[WheelLayout], scripts: Path) -> None:
+    """After a backend installed ``layouts``: every written file has its RECORD hash and size.
+
+    Scripts are left out (installers rewrite their ``#!python`` line). Files are hashed on
+    threads in batches (hashlib releases the GIL). Raises the WheelhouseError that
+    ``check_wheels`` raises, for the caller's transaction to roll back.
+    """
+    jobs: list[_Job] = []
+    for lay in layouts:
+        for t in lay.files:
+            algo, _, want = t.hash.partition("=")
+            if want and algo in _STRONG and t.base != scripts:
+                jobs.append(_Job(lay.wheel.name, t.arcname, t.path, algo, want.rstrip("="), t.size))
+    batches: list[list[_Job]] = [[]]
+    weight = 0
+    for job in jobs:
+        if len(batches[-1]) >= 256 or weight >= 256 << 20:
+            batches.append([])
+            weight = 0
+        batches[-1].append(job)
+        weight += int(job.size) if job.size.isdigit() else 0
+    workers = min(len(batches), (os.cpu_count() or 2) * 2)
+    with ThreadPoolExecutor(max_workers=workers or 1) as pool:
+        found = [why for batch in pool.map(_check_batch, batches) for why in batch]
+    bad: dict[str, list[str]] = {}
+    for wheel, why in found:
+        bad.setdefault(wheel, []).append(why)
+    _refuse(sorted(bad.items()))
+
+
+@dataclass(frozen=True)
+class _Job:
+    wheel: str
+    arcname: str
+    path: Path
+    algo: str
+    want: str
+    size: str
+
+
+def _check_batch(batch: list[_Job]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for job in batch:
+        try:
+            got, actual = _digest(job.path, job.algo)
+        except OSError as exc:
+            out.append((job.wheel, f"{job.arcname!r} is missing after the install ({exc})"))
+            continue
+        if got != job.want:
+            out.append((job.wheel, f"RECORD hash mismatch for {job.arcname!r}"))
+        if job.size and job.size != str(actual):
+            out.append(
+                (
+                    job.wheel,
+                    f"RECORD size mismatch for {job.arcname!r}: RECORD says {job.size}, "
+                    f"it has {actual}",
+                )
+            )
+    return out
 
 
 def ambiguous(wheels: Sequence[Wheel], names: Collection[str] | None = None) -> list[str]:

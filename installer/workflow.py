@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,59 +13,24 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from installer import lock as lockmod
 from installer.candidates import Pinned
-from installer.environment import Environment, default_python, probe
+from installer.environment import Environment, probe
 from installer.errors import (
     LockError,
     ProfileError,
     ProtectionError,
-    TargetError,
     VerifyError,
 )
 from installer.hashing import sha256_many
+from installer.hooks import Hooks, TargetSpec
 from installer.profile import Profile
 from installer.resolve import Resolution, resolve
 from installer.scan import Wheelhouse, add_hashes, known_digests, scan
-from installer.target import Target, declared
+from installer.target import Target
 from installer.validate import refuse_ambiguous
 from installer.verify import Finding, closure, protections, run_checks
 
 if TYPE_CHECKING:  # the install machinery loads only when an install runs
     from installer.plan import Plan
-
-
-@dataclass
-class Hooks:
-    """Progress callbacks the CLI fills in; the logic never prints."""
-
-    status: Callable[[str], None] = lambda msg: None
-    hashing_total: Callable[[int], None] = lambda n: None
-    hashed: Callable[[Path], None] = lambda p: None
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """What the user said about the target: an interpreter, or a platform + version."""
-
-    python: Path | None = None
-    platform: str | None = None
-    python_version: str | None = None
-
-    def resolve(self) -> tuple[Target, Environment | None]:
-        if self.platform or self.python_version:
-            if self.python is not None:
-                raise TargetError(
-                    "--python cannot be combined with --platform/--python-version",
-                    hint="use --python for a live interpreter, or both --platform and "
-                    "--python-version for a declared target",
-                )
-            if not (self.platform and self.python_version):
-                raise TargetError(
-                    "a declared target needs both --platform and --python-version",
-                    hint="e.g. --platform win_amd64 --python-version 3.12",
-                )
-            return declared(self.platform, self.python_version), None
-        env = probe(self.python or default_python())
-        return env.target, env
 
 
 @dataclass
@@ -128,7 +93,9 @@ def do_lock(
     prereleases: str = "if-necessary-or-explicit",
     write: bool = True,
     use_installed: bool = True,
+    resolved: tuple[Target, Environment | None] | None = None,
 ) -> LockResult:
+    """Lock ``profile`` from the wheelhouse; ``resolved`` is the target when already probed."""
     if not profile.roots:
         raise ProfileError(
             f"profile {profile.name!r} has no requirements",
@@ -136,10 +103,14 @@ def do_lock(
         )
     # The interpreter probe (a subprocess) runs while the wheelhouse is scanned. The scan
     # reads every wheel's metadata, but hashes only the wheels of the packages locked below.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        probing = pool.submit(spec.resolve)
+    if resolved is not None:
         wh = scan_wheelhouse(wheelhouse_dir, hooks, hashes=False)
-        target, env = probing.result()
+        target, env = resolved
+    else:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            probing = pool.submit(spec.resolve)
+            wh = scan_wheelhouse(wheelhouse_dir, hooks, hashes=False)
+            target, env = probing.result()
     pins, absent = pins_for(profile, target, env, wh)
     installed = {}
     if env is not None and use_installed:
@@ -180,6 +151,25 @@ def do_lock(
     )
     changed = lockmod.write(lock_path, data) if write else False
     return LockResult(lock_path, changed, resolution, wh, target, data, skipped)
+
+
+def lock_summary(result: LockResult) -> dict[str, Any]:
+    """What ``wh lock`` reports (JSON-ready): also what a remembered lock replays."""
+    res = result.resolution
+    return {
+        "lockfile": str(result.path),
+        "changed": result.changed,
+        "target": result.target.to_json(),
+        "packages": res.versions(),
+        "install_order": [list(x) for x in res.levels],
+        "overrides_applied": [dict(a.__dict__) for a in res.applied],
+        "unused_overrides": [str(o.requirement) for o in res.unused_overrides],
+        "protected": {n: str(p.version) for n, p in sorted(res.pins.items())},
+        "excluded_wheels": [
+            {"filename": p.path.name, "reason": p.reason} for p in result.wheelhouse.problems
+        ],
+        "skipped_for_target": [{"filename": f, "reason": r} for f, r in result.skipped],
+    }
 
 
 def build_records(resolution: Resolution) -> dict[str, dict[str, Any]]:
@@ -322,7 +312,7 @@ def do_install(
     from installer import envlock, journal
 
     lock = lockmod.read(lock_path)
-    env = probe(python)
+    env = probe(python, cached=True)  # only its prefix is used before the lock is held
     # reliability: one wh per environment (pid sidecar), finish a killed install first
     with envlock.hold(env.prefix, lock_timeout, hooks.status):
         recovered = journal.recover_if_needed(env.prefix)
@@ -363,13 +353,16 @@ def _install_locked(
     backend = choose(backend_name or str(lock.tool.get("backend", "auto")))
     mode = link_mode or str(lock.tool.get("link-mode", "copy"))
     # reliability: validate every wheel and refuse overwrites before anything changes
+    digests = {a.package.wheel: a.package.sha256 for a in plan.changes}  # checked above
     layouts = safeguard.preflight(
         env,
         [a.package.wheel for a in plan.changes],
         allow_overwrite=tuple(lock.tool.get("allow-overwrite", ())),
+        digests=digests,
     )
     if dry_run:
         return InstallResult(plan, env, [], True, lock, backend.name)
+    by_wheel = {lay.wheel: lay for lay in layouts}
     # reliability: all-or-nothing; any failure below (verification included) rolls back
     with safeguard.all_or_nothing(env, plan, layouts):
         for i, batch in enumerate(plan.batches, 1):
@@ -377,12 +370,14 @@ def _install_locked(
                 f"installing level {i}/{len(plan.batches)}: "
                 + ", ".join(f"{a.package.name} {a.package.version}" for a in batch)
             )
+            wheels = [a.package.wheel for a in batch]
             backend.install(
                 env.python,
-                [a.package.wheel for a in batch],
+                wheels,
                 link_mode=mode,
                 reinstall=any(a.kind == "reinstall" for a in batch),
             )
+            safeguard.verify_installed(env, [by_wheel[w] for w in wheels], digests)
             journal.fault_point(i)
         findings = verify_env(lock, python, before=env)
         raise_on_failures(findings)

@@ -128,8 +128,15 @@ class Run:
     out: str
 
 
-def run(cmd: Sequence[str | Path], *, env: dict[str, str] | None = None, check: bool = True) -> Run:
-    """Run one subprocess; wall time and the peak RSS of its process tree (os.wait4)."""
+def run(
+    cmd: Sequence[str | Path],
+    *,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+    after: Callable[[], None] | None = None,
+) -> Run:
+    """Run one subprocess; wall time and the peak RSS of its process tree (os.wait4).
+    ``after`` runs once the time is taken (clean-up that must not be measured)."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         p = subprocess.Popen(
@@ -140,6 +147,8 @@ def run(cmd: Sequence[str | Path], *, env: dict[str, str] | None = None, check: 
         p.returncode = rc = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode(errors="replace")
+    if after is not None:
+        after()
     if check and rc != 0:
         raise SystemExit(f"benchmark command failed ({rc}): {' '.join(map(str, cmd))}\n{text}")
     return Run(wall, ru.ru_maxrss / 1024, rc, text)
@@ -226,6 +235,15 @@ def machine() -> str:
         f"{os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.machine()}, "
         f"Python {platform.python_version()}, {uv}"
     )
+
+
+def host_platform() -> str:
+    """The manylinux tag of this machine's glibc (a declared target like the live one)."""
+    lib, ver = platform.libc_ver()
+    if lib == "glibc" and ver:
+        major, minor = ver.split(".")[:2]
+        return f"manylinux_{major}_{minor}_{platform.machine()}"
+    return f"manylinux_2_17_{platform.machine()}"
 
 
 def uv_bin() -> Path:
@@ -380,6 +398,7 @@ class Bench:
         del limit1
         lockfile = self.work / f"pylock.{label}.toml"
         rflags = [x for r in roots for x in ("-r", r)]
+        rflags += [x for n in a.allow_overwrite.split(",") if n for x in ("--allow-overwrite", n)]
         caches: list[Path] = []
 
         def wh_cold(i: int) -> Run:
@@ -412,27 +431,23 @@ class Bench:
                 ),
             ),
         )
+        declared = self.wh(
+            "lock",
+            *rflags,
+            "--wheelhouse",
+            folder,
+            "--platform",
+            host_platform(),
+            "--python-version",
+            platform.python_version(),
+            "--lockfile",
+            self.work / "declared.toml",
+        )
+        run(declared, env=self.wh_env(warm_cache))  # its first lock: not a re-lock
         wh_wd = rep.add(
             section,
             "wh lock, warm, declared target (no interpreter probe)",
-            repeat(
-                a.repeat_warm,
-                lambda i: run(
-                    self.wh(
-                        "lock",
-                        *rflags,
-                        "--wheelhouse",
-                        folder,
-                        "--platform",
-                        "manylinux_2_17_x86_64",
-                        "--python-version",
-                        platform.python_version(),
-                        "--lockfile",
-                        self.work / "declared.toml",
-                    ),
-                    env=self.wh_env(warm_cache),
-                ),
-            ),
+            repeat(a.repeat_warm, lambda i: run(declared, env=self.wh_env(warm_cache))),
         )
         del wh_wd
         req_in = self.work / f"{label}.in"
@@ -464,6 +479,8 @@ class Bench:
             )
 
         def uv_cold(i: int) -> Run:
+            for old in uv_caches:  # keep one (the warm rows reuse it): each holds GBs
+                shutil.rmtree(old, ignore_errors=True)
             cache = self.tmp("uvcache")
             uv_caches.append(cache)
             return uv_compile(cache)
@@ -521,6 +538,7 @@ class Bench:
                         *files,
                     ],
                     env=self.env,
+                    after=lambda: shutil.rmtree(venv.parent.parent),
                 )
 
             p = rep.add(
@@ -536,10 +554,13 @@ class Bench:
             cmd = self.wh(
                 "install", "--locked", "--lockfile", lockfile, "--python", venv, "--backend", "uv"
             )
-            return run(cmd, env=self.wh_env(scan_cache, UV_CACHE_DIR=str(uv_cache)))
-        uv: list[str | Path] = [uv_bin(), "pip", "install", "--no-deps", "--offline"]
-        uv += ["--no-index", "--no-config", "--link-mode=copy", "--python", venv, *files]
-        return run(uv, env=dict(self.env, UV_CACHE_DIR=str(uv_cache)))
+            done = run(cmd, env=self.wh_env(scan_cache, UV_CACHE_DIR=str(uv_cache)))
+        else:
+            uv: list[str | Path] = [uv_bin(), "pip", "install", "--no-deps", "--offline"]
+            uv += ["--no-index", "--no-config", "--link-mode=copy", "--python", venv, *files]
+            done = run(uv, env=dict(self.env, UV_CACHE_DIR=str(uv_cache)))
+        shutil.rmtree(venv.parent.parent)  # a GPU stack is ~11 GB installed
+        return done
 
     def _install_rows(
         self,
@@ -645,6 +666,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resolve-wheels", type=int, default=10_000)
     ap.add_argument("--real", type=Path, help="a folder of real wheels")
     ap.add_argument("--real-roots", default="transformers,fastapi")
+    ap.add_argument(
+        "--allow-overwrite",
+        default="",
+        help="comma-separated packages wh may let overwrite another's files (the sglang stack "
+        "needs flashinfer-python: it and torch-c-dlpack-ext both ship build_backend.py)",
+    )
     ap.add_argument("--skip-synth", action="store_true")
     ap.add_argument("--skip-pip", action="store_true")
     ap.add_argument("--only", choices=["lock", "install", "resolve", "startup"], action="append")

@@ -160,7 +160,8 @@ def record_missing(d: Path) -> Path:
 def record_hash_mismatch(d: Path) -> Path:
     di = "evil-1.0.dist-info"
     ms = with_record(members(), di)
-    ms[0] = ("evil/__init__.py", b"import os; os.system('pwned')\n", 0o644)
+    # same length as RECORD says: only the bytes themselves (checked once installed) tell
+    ms[0] = ("evil/__init__.py", b"pwned\n", 0o644)
     return write_zip(d / "evil-1.0-py3-none-any.whl", ms)
 
 

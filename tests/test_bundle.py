@@ -17,8 +17,8 @@ from installer import __version__
 from installer.bundle import MANIFEST, extract, make_bundle, open_bundle, write_manifest
 from installer.cli import cli
 from installer.errors import LockError
+from installer.hooks import Hooks, TargetSpec
 from installer.profile import Checks, Profile
-from installer.workflow import Hooks, TargetSpec
 from tests.factory import make_wheel
 
 PROFILE = Profile(

@@ -14,10 +14,10 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from installer.candidates import Pinned
 from installer.cli import cli
 from installer.fetch import Downloader, fetch, parse_index_option, walk
+from installer.hooks import TargetSpec
 from installer.profile import Override, Profile
 from installer.scan import scan
 from installer.target import declared
-from installer.workflow import TargetSpec
 from tests.factory import make_wheel
 
 WIN = declared("win_amd64", "3.12")

@@ -10,8 +10,9 @@ from packaging.requirements import Requirement
 
 from installer import lock as lockmod
 from installer.errors import LockError
+from installer.hooks import Hooks, TargetSpec
 from installer.profile import Profile
-from installer.workflow import Hooks, TargetSpec, do_lock, verify_wheels
+from installer.workflow import do_lock, verify_wheels
 from tests.factory import make_wheel
 
 SPEC = TargetSpec(platform="manylinux_2_17_x86_64", python_version="3.12")

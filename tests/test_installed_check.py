@@ -1,0 +1,77 @@
+"""Member hashes: checked on the installed files, inside the transaction, and remembered by
+the wheel's sha256 so identical bytes are checked once."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from installer import safeguard
+from installer.environment import probe
+from installer.errors import WheelhouseError
+from installer.layout import Schemes, layout
+from installer.validate import installed_problems, problems
+from tests.factory import make_wheel
+from tests.hostile import CASES
+
+
+def test_same_size_hash_mismatch_needs_the_contents_check(tmp_path: Path) -> None:
+    wheel = CASES["record_hash_mismatch"].make(tmp_path)
+    assert problems(wheel, contents=False) == []
+    assert any("RECORD hash mismatch" in p for p in problems(wheel))
+    # a RECORD size that disagrees with the archive is caught without decompressing
+    sized = CASES["record_size_mismatch"].make(tmp_path / "sized")
+    assert any("RECORD size mismatch" in p for p in problems(sized, contents=False))
+
+
+def _installed(new_venv: Callable[..., Path], tmp_path: Path) -> tuple[Path, Path]:
+    wheel = make_wheel(
+        tmp_path / "w",
+        "tool",
+        "1.0",
+        files={
+            "tool/__init__.py": b"VALUE = 1\n",
+            "tool-1.0.data/scripts/tool-run": b"#!python\nprint('hi')\n",
+        },
+    )
+    return new_venv([wheel]), wheel
+
+
+def test_installed_files_are_checked_against_record(
+    new_venv: Callable[..., Path], tmp_path: Path
+) -> None:
+    python, wheel = _installed(new_venv, tmp_path)
+    schemes = Schemes.of(probe(python))
+    lay = layout(wheel, schemes)
+    installed_problems([lay], schemes.scripts)  # sound, and the rewritten script is left out
+    module = schemes.purelib / "tool" / "__init__.py"
+    module.write_bytes(b"VALUE = 2\n")
+    with pytest.raises(WheelhouseError, match="failed validation") as err:
+        installed_problems([lay], schemes.scripts)
+    assert list(err.value.details) == [
+        "tool-1.0-py3-none-any.whl: RECORD hash mismatch for 'tool/__init__.py'"
+    ]
+    module.unlink()
+    with pytest.raises(WheelhouseError) as gone:
+        installed_problems([lay], schemes.scripts)
+    assert "'tool/__init__.py' is missing after the install" in gone.value.details[0]
+
+
+def test_a_passed_digest_is_not_checked_again(
+    new_venv: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python, wheel = _installed(new_venv, tmp_path)
+    env = probe(python)
+    lay = layout(wheel, Schemes.of(env))
+    digests = {wheel: hashlib.sha256(wheel.read_bytes()).hexdigest()}
+    safeguard.verify_installed(env, [lay], digests)  # checked, and remembered
+    (env.purelib / "tool" / "__init__.py").write_bytes(b"VALUE = 2\n")
+    safeguard.verify_installed(env, [lay], digests)  # same bytes of wheel: not checked again
+    with pytest.raises(WheelhouseError):
+        safeguard.verify_installed(env, [lay])  # no digest, nothing to remember by
+    monkeypatch.setenv("WH_VERIFY_REHASH", "1")
+    with pytest.raises(WheelhouseError):
+        safeguard.verify_installed(env, [lay], digests)

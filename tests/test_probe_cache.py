@@ -1,0 +1,85 @@
+"""The remembered interpreter probe: answers without a subprocess while nothing it read
+changed, and probes again after any install, removal or edit of a distribution."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from installer import environment
+from installer.backend import UvBackend, uv_binary
+from installer.environment import probe
+from tests.factory import make_wheel
+
+
+def _no_subprocess(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(python: Path) -> dict[str, object]:
+        raise AssertionError(f"{python} was probed again")
+
+    monkeypatch.setattr(environment, "_run_probe", refuse)
+
+
+def _install(python: Path, wheel: Path) -> None:
+    uv = uv_binary()
+    assert uv is not None
+    UvBackend(uv).install(python, [wheel], link_mode="copy", reinstall=False)
+
+
+def test_unchanged_environment_is_not_probed_again(
+    new_venv: Callable[..., Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    python = new_venv([make_wheel(tmp_path / "w", "pkg", "1.0")])
+    first = probe(python, cached=True)
+    _no_subprocess(monkeypatch)
+    again = probe(python, cached=True)
+    assert again == first
+    assert again.dists["pkg"].version == first.dists["pkg"].version
+
+
+def test_uncached_probe_always_runs(
+    new_venv: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = new_venv()
+    probe(python, cached=True)
+    _no_subprocess(monkeypatch)
+    with pytest.raises(AssertionError, match="probed again"):
+        probe(python)
+
+
+def test_install_and_removal_are_seen(new_venv: Callable[..., Path], tmp_path: Path) -> None:
+    python = new_venv()
+    assert "pkg" not in probe(python, cached=True).dists
+    _install(python, make_wheel(tmp_path / "w", "pkg", "1.0"))
+    env = probe(python, cached=True)
+    assert str(env.dists["pkg"].version) == "1.0"
+    dist_info = env.dists["pkg"].dist_info
+    assert dist_info is not None
+    shutil.rmtree(dist_info)
+    assert "pkg" not in probe(python, cached=True).dists
+
+
+def test_metadata_edited_in_place_is_seen(new_venv: Callable[..., Path], tmp_path: Path) -> None:
+    python = new_venv([make_wheel(tmp_path / "w", "pkg", "1.0")])
+    env = probe(python, cached=True)
+    dist_info = env.dists["pkg"].dist_info
+    assert dist_info is not None
+    meta = dist_info / "METADATA"
+    text = meta.read_text()
+    with meta.open("r+") as f:  # same file, same length: only the change time moves
+        f.write(text.replace("Version: 1.0", "Version: 1.1"))
+    assert str(probe(python, cached=True).dists["pkg"].version) == "1.1"
+
+
+def test_pth_file_is_seen(new_venv: Callable[..., Path], tmp_path: Path) -> None:
+    python = new_venv()
+    env = probe(python, cached=True)
+    extra = tmp_path / "extra"
+    make_wheel(tmp_path / "w", "side", "2.0")
+    _install(new_venv(), tmp_path / "w" / "side-2.0-py3-none-any.whl")
+    donor = next((tmp_path / "venv1").rglob("side-2.0.dist-info"))
+    shutil.copytree(donor, extra / donor.name)
+    (env.purelib / "extra.pth").write_text(f"{extra}\n")
+    assert str(probe(python, cached=True).dists["side"].version) == "2.0"
