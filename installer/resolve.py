@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from typing import Any
@@ -247,6 +247,15 @@ def _markerless(text: str) -> str:
     return str(r)
 
 
+class _PinReporter(resolvelib.BaseReporter[Need, Candidate, str]):
+    def __init__(self, on_pin: Callable[[NormalizedName], None] | None) -> None:
+        self._on_pin = on_pin
+
+    def pinning(self, candidate: Candidate) -> None:
+        if self._on_pin is not None:
+            self._on_pin(candidate.name)
+
+
 def resolve(
     wheels: Sequence[Wheel],
     target: Target,
@@ -257,11 +266,14 @@ def resolve(
     installed: Mapping[NormalizedName, Pinned] | None = None,
     prereleases: str = "if-necessary-or-explicit",
     max_rounds: int = 200_000,
+    on_pin: Callable[[NormalizedName], None] | None = None,
 ) -> Resolution:
     """Resolve ``roots`` for ``target`` from ``wheels``. Pure: no disk, no subprocess.
 
     ``pins`` are protected installs (the only candidate of their name); ``installed`` are the
     other distributions of a live target, tried first and kept when they satisfy.
+    ``on_pin`` hears each name as the resolver pins it (a pin may still be undone by
+    backtracking), so a caller can start work on likely results early.
     """
     pins = dict(pins or {})
     over = {o.name: o for o in overrides}
@@ -279,7 +291,7 @@ def resolve(
         raise ValueError(f"prereleases must be one of {PRERELEASE_POLICIES}, not {prereleases!r}")
     provider = _Provider(index, target, over, prereleases)
     resolver: resolvelib.Resolver[Need, Candidate, str] = resolvelib.Resolver(
-        provider, resolvelib.BaseReporter()
+        provider, _PinReporter(on_pin)
     )
     try:
         result = resolver.resolve(root_needs, max_rounds=max_rounds)

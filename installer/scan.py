@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from installer.errors import WheelhouseError
-from installer.hashing import parallel_map, sha256_file, sha256_many
+from installer.hashing import parallel_map, sha256_file
 from installer.stamps import cache_dir, stat_key
 from installer.wheelfile import Wheel, WheelMeta, WheelProblem, read_meta, to_wheel
 
@@ -191,18 +192,73 @@ def scan(
     return Wheelhouse(root=root, wheels=tuple(wheels), problems=tuple(problems))
 
 
+def _stat_and_hash(path: Path) -> tuple[list[int], str]:
+    """The file's stat key taken before its bytes are hashed, and its sha256."""
+    before = stat_key(path.stat())
+    return before, sha256_file(path)
+
+
+class Prehash:
+    """Hashes wheels on background threads as soon as they are likely to be locked.
+
+    ``wh lock`` calls ``start(name)`` as the resolver pins a name, so hashing overlaps
+    resolution; ``add_hashes`` then waits only for what is still running. A name later
+    undone by backtracking costs only the wasted hashing.
+    """
+
+    def __init__(self, wheels: Iterable[Wheel]) -> None:
+        self._todo: dict[str, list[Path]] = {}
+        for w in wheels:
+            if not w.sha256:
+                self._todo.setdefault(w.name, []).append(w.path)
+        self._pool: ThreadPoolExecutor | None = None
+        self.started: dict[Path, Future[tuple[list[int], str]]] = {}
+
+    def start(self, name: str) -> None:
+        paths = self._todo.pop(name, [])
+        if not paths:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=(os.cpu_count() or 2) * 2)
+        for path in paths:
+            self.started[path] = self._pool.submit(_stat_and_hash, path)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Prehash:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def add_hashes(
-    wheels: Iterable[Wheel], *, on_hashed: Callable[[Path], None] | None = None
+    wheels: Iterable[Wheel],
+    *,
+    on_hashed: Callable[[Path], None] | None = None,
+    started: Mapping[Path, Future[tuple[list[int], str]]] | None = None,
 ) -> tuple[Wheel, ...]:
-    """The same wheels, each with its sha256: unhashed ones are hashed (in parallel) and
-    the digests stored in their folder's scan cache, keyed by the stat they had."""
+    """The same wheels, each with its sha256: unhashed ones are hashed (in parallel, or
+    taken from ``started``, see ``Prehash``) and the digests stored in their folder's scan
+    cache, keyed by the stat they had when hashing began."""
+    wheels = tuple(wheels)
     todo = [w for w in wheels if not w.sha256]
     if not todo:
-        return tuple(wheels)
-    before = {w.path: stat_key(w.path.stat()) for w in todo}
-    digests = sha256_many([w.path for w in todo], on_done=on_hashed)
+        return wheels
+    started = started or {}
+    fresh = parallel_map(_stat_and_hash, [w.path for w in todo if w.path not in started])
+    done: dict[Path, tuple[list[int], str]] = {}
+    for w in todo:
+        if w.path in fresh:
+            done[w.path] = fresh[w.path]
+        else:
+            done[w.path] = started[w.path].result()
+        if on_hashed:
+            on_hashed(w.path)
     by_dir: dict[Path, list[Path]] = {}
-    for path in digests:
+    for path in done:
         by_dir.setdefault(path.parent, []).append(path)
     for folder, files in by_dir.items():
         cfile = _cache_file(folder)
@@ -215,13 +271,12 @@ def add_hashes(
             continue
         for path in files:
             entry = entries.get(path.name)
+            before, digest = done[path]
             # only if the file still is what was hashed, and what the entry describes
-            if isinstance(entry, dict) and entry.get("stat") == before[path] == stat_key(
-                path.stat()
-            ):
-                entry["sha256"] = digests[path]
+            if isinstance(entry, dict) and entry.get("stat") == before == stat_key(path.stat()):
+                entry["sha256"] = digest
         _write_cache(cfile, entries)
-    return tuple(replace(w, sha256=digests[w.path]) if w.path in digests else w for w in wheels)
+    return tuple(replace(w, sha256=done[w.path][1]) if w.path in done else w for w in wheels)
 
 
 def known_digests(paths: Iterable[Path]) -> dict[Path, str]:

@@ -24,7 +24,7 @@ from installer.hashing import sha256_many
 from installer.hooks import Hooks, TargetSpec
 from installer.profile import Profile
 from installer.resolve import Resolution, resolve
-from installer.scan import Wheelhouse, add_hashes, known_digests, scan
+from installer.scan import Prehash, Wheelhouse, add_hashes, known_digests, scan
 from installer.target import Target
 from installer.validate import refuse_ambiguous
 from installer.verify import Finding, closure, protections, run_checks
@@ -118,19 +118,22 @@ def do_lock(
             n: Pinned(n, d.version, d.requires) for n, d in env.dists.items() if n not in pins
         }
     hooks.status(f"resolving for {target.description}")
-    resolution = resolve(
-        wh.wheels,
-        target,
-        profile.roots,
-        overrides=profile.overrides,
-        pins=pins,
-        installed=installed,
-        prereleases=prereleases,
-    )
-    locked_names = set(resolution.packages)
-    locked_wheels = [w for w in wh.wheels if w.name in locked_names]
-    hooks.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
-    hashed = add_hashes(locked_wheels, on_hashed=hooks.hashed)
+    # Wheels of each pinned name are hashed while the resolver carries on.
+    with Prehash(wh.wheels) as prehash:
+        resolution = resolve(
+            wh.wheels,
+            target,
+            profile.roots,
+            overrides=profile.overrides,
+            pins=pins,
+            installed=installed,
+            prereleases=prereleases,
+            on_pin=prehash.start,
+        )
+        locked_names = set(resolution.packages)
+        locked_wheels = [w for w in wh.wheels if w.name in locked_names]
+        hooks.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
+        hashed = add_hashes(locked_wheels, on_hashed=hooks.hashed, started=prehash.started)
     digests = {w.path: w.sha256 for w in hashed}
     refuse_ambiguous(hashed, locked_names)  # reliability: one file per identity
     missing = sorted(absent & set(resolution.packages))

@@ -572,25 +572,45 @@ class Bench:
         note: str,
         state: str,
     ) -> Row:
-        """One wh row and one bare-uv row; cold: each run starts from an empty uv cache."""
-        rows: dict[str, Row] = {}
+        """One wh row and one bare-uv row, their runs alternating (this machine's speed drifts).
+
+        Same cache state for both: cold, each run starts from an empty uv cache and wh from
+        the cache its lock left (scan digests, no remembered validation); warm, one run of
+        each primes its caches first.
+        """
         n = self.args.repeat if state == "cold" else self.args.repeat_warm
-        for who in ("wh", "uv"):
-            cache = self.work / f"uvc-{label}-{who}"
+        runs: dict[str, list[Run]] = {"wh": [], "uv": []}
+        caches = {who: self.work / f"uvc-{label}-{who}" for who in runs}
+        wh_cache = self.work / f"whcache-{label}-{state}"
+
+        def fresh_wh_cache() -> None:
+            shutil.rmtree(wh_cache, ignore_errors=True)
+            shutil.copytree(scan_cache, wh_cache)
+
+        for cache in caches.values():
             shutil.rmtree(cache, ignore_errors=True)
-            if state == "warm":
-                self._install_one(who, lockfile, scan_cache, files, cache)
-            runs = []
-            for _ in range(n):
-                runs.append(self._install_one(who, lockfile, scan_cache, files, cache))
+        if state == "warm":
+            fresh_wh_cache()
+            for who, cache in caches.items():
+                self._install_one(who, lockfile, wh_cache, files, cache)
+        for _ in range(n):
+            for who, cache in caches.items():
+                if state == "cold" and who == "wh":
+                    fresh_wh_cache()
+                runs[who].append(self._install_one(who, lockfile, wh_cache, files, cache))
                 if state == "cold":
                     shutil.rmtree(cache, ignore_errors=True)
-            what = (
-                "wh install --locked (uv backend)"
-                if who == "wh"
-                else "bare uv pip install --no-deps --link-mode=copy"
-            )
-            rows[who] = self.report.add(section, f"{what}, uv cache {state}", runs, note)
+        rows = {
+            "wh": self.report.add(
+                section, f"wh install --locked (uv backend), caches {state}", runs["wh"], note
+            ),
+            "uv": self.report.add(
+                section,
+                f"bare uv pip install --no-deps --link-mode=copy, uv cache {state}",
+                runs["uv"],
+                note,
+            ),
+        }
         self.report.ratio(
             f"{label}: wh install / bare uv (uv cache {state})",
             rows["wh"],
