@@ -11,8 +11,9 @@ ratio compares like with like on the same machine, page cache and moment.
 
 Make a real GPU wheelhouse, with the network (about 5 GB for the sglang stack):
 
-    pip download --only-binary=:all: --dest ~/sglang-wheels 'sglang[all]==0.5.10'
-    python -m tests.bench --real ~/sglang-wheels --real-roots 'sglang[all]'
+    pip download --isolated --only-binary=:all: -d ~/sglang-wheels sglang==0.5.10
+    python -m tests.bench --real ~/sglang-wheels --real-roots sglang \
+        --allow-overwrite flashinfer-python
 
 Inputs:
 * synthetic: ``--synth-wheels`` packages in 8 dependency levels, each with a random
