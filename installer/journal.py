@@ -95,15 +95,19 @@ def _listing(root: Path) -> Watched:
     return Watched(str(root), True, tuple(sorted(entries)))
 
 
-def _watch_root(path: Path, base: Path, site_dirs: frozenset[Path]) -> Path:
-    if base in site_dirs:
-        # the top-level entry under the site folder (string work: this runs once per file)
-        head = str(base) + os.sep
-        text = str(path)
-        if text.startswith(head):
-            return base / text[len(head) :].split(os.sep, 1)[0]
-        return base / path.relative_to(base).parts[0]
-    # data and headers: the highest folder the install would create, else the file
+def _site_top(path: Path, base: Path) -> tuple[str, bool]:
+    """The top-level entry under a site folder, and whether it is the file itself
+    (string work: this runs once per installed file)."""
+    head = str(base) + os.sep
+    text = str(path)
+    rest = text[len(head) :] if text.startswith(head) else str(path.relative_to(base))
+    top, sep, _ = rest.partition(os.sep)
+    return top, not sep
+
+
+def _watch_root(path: Path, base: Path) -> Path:
+    """Outside the site folders (data, headers): the highest folder the install would
+    create, else the file."""
     top = path
     for parent in path.parents:
         if parent == base or not inside(parent, base) or os.path.lexists(parent):
@@ -139,11 +143,24 @@ def plan_record(
     """Everything an install of ``layouts`` (replacing ``replaced``) may touch."""
     roots: dict[str, Path] = {key(r): r for r in extra_roots}
     site_dirs = frozenset(schemes.site_dirs())
+    # per (site folder, top-level entry): does it exist now? Files under an absent one
+    # cannot exist, so they need no lstat below.
+    tops: dict[tuple[Path, str], bool] = {}
+    top_of: dict[Path, tuple[Path, str]] = {}
     for lay in layouts:
         for t in lay.files:
-            r = _watch_root(t.path, t.base, site_dirs)
-            roots.setdefault(key(r), r)
-            if r == t.path and t.base in site_dirs:  # a module at the top of site-packages
+            if t.base not in site_dirs:
+                r = _watch_root(t.path, t.base)
+                roots.setdefault(key(r), r)
+                continue
+            top, is_file = _site_top(t.path, t.base)
+            where = (t.base, top)
+            top_of[t.path] = where
+            if where not in tops:
+                r = t.base / top
+                roots.setdefault(key(r), r)
+                tops[where] = os.path.lexists(r)
+            if is_file:  # a module at the top of site-packages
                 cache = t.base / "__pycache__"
                 roots.setdefault(key(cache), cache)
         for s in (*lay.scripts, *lay.scratch):
@@ -165,6 +182,9 @@ def plan_record(
                     moves.setdefault(key(pyc), pyc)
     for lay in layouts:
         for p in [t.path for t in lay.files] + list(lay.scripts):
+            known = top_of.get(p)
+            if known is not None and not tops[known]:
+                continue
             if os.path.lexists(p) and not (p.is_dir() and not p.is_symlink()):
                 moves.setdefault(key(p), p)
                 for pyc in _pycache_siblings(p):
