@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -14,6 +13,7 @@ from pathlib import Path
 from packaging.utils import NormalizedName, parse_wheel_filename
 
 from installer.environment import Environment, InstalledDist
+from installer.wheelfile import open_members
 
 # Files a backend adds to a dist-info folder that no wheel lists.
 GENERATED_DIST_INFO = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD", "uv_cache.json")
@@ -79,15 +79,16 @@ def key(p: Path) -> str:
 def layout(wheel: Path, schemes: Schemes) -> WheelLayout:
     """Map the entries of a (validated) wheel to the paths an installer will write."""
     name = parse_wheel_filename(wheel.name)[0]
-    with zipfile.ZipFile(wheel) as zf:
-        names = [n for n in zf.namelist() if not n.endswith("/")]
-        di = next(n.split("/", 1)[0] for n in names if n.split("/", 1)[0].endswith(".dist-info"))
-        wheel_txt = zf.read(f"{di}/WHEEL").decode("utf-8", "replace")
-        purelib = (HeaderParser().parsestr(wheel_txt).get("Root-Is-Purelib") or "").strip()
-        root = schemes.purelib if purelib.lower() == "true" else schemes.platlib
-        rows = _record_rows(zf.read(f"{di}/RECORD")) if f"{di}/RECORD" in names else {}
-        ep = f"{di}/entry_points.txt"
-        entry_points = zf.read(ep) if ep in names else b""
+    all_names, read = open_members(wheel)
+    names = [n for n in all_names if not n.endswith("/")]
+    di = next(n.split("/", 1)[0] for n in names if n.split("/", 1)[0].endswith(".dist-info"))
+    wheel_txt = read(f"{di}/WHEEL").decode("utf-8", "replace")
+    purelib = (HeaderParser().parsestr(wheel_txt).get("Root-Is-Purelib") or "").strip()
+    root = schemes.purelib if purelib.lower() == "true" else schemes.platlib
+    present = set(names)
+    rows = _record_rows(read(f"{di}/RECORD")) if f"{di}/RECORD" in present else {}
+    ep = f"{di}/entry_points.txt"
+    entry_points = read(ep) if ep in present else b""
     files: list[Target] = []
     data_prefix = di[: -len(".dist-info")] + ".data/"
     for arc in names:

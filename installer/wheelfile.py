@@ -225,6 +225,28 @@ def _fast_zip(path: Path) -> tuple[list[str], Callable[[str], bytes | None]] | N
     return names, read
 
 
+def open_members(path: Path) -> tuple[list[str], Callable[[str], bytes]]:
+    """A wheel's member names and a reader of members, from one read of the central
+    directory where ``_fast_zip`` vouches for the archive, else through ``zipfile`` (for a
+    torch wheel with tens of thousands of members the difference is most of the time)."""
+
+    def slow(name: str) -> bytes:
+        with zipfile.ZipFile(path) as zf:
+            return zf.read(name)
+
+    fast = _fast_zip(path)
+    if fast is None:
+        with zipfile.ZipFile(path) as zf:
+            return zf.namelist(), slow
+    names, quick = fast
+
+    def read(name: str) -> bytes:
+        data = quick(name)
+        return slow(name) if data is None else data
+
+    return names, read
+
+
 def read_meta(path: Path) -> WheelMeta:
     """Read METADATA (and check WHEEL exists) from the zip without extracting anything."""
     try:
