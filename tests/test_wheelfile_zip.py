@@ -110,3 +110,18 @@ def test_wheel_writer_output_reads_the_same(tmp_path: Path) -> None:
     path = write_wheel(tmp_path, "pkg", "1.0", {"pkg/a.py": b"a" * 100_000})
     _same_as_zipfile(path)
     assert read_meta(path).name == "pkg"
+
+
+def test_open_members_matches_zipfile_on_both_paths(tmp_path: Path) -> None:
+    from installer.wheelfile import open_members
+
+    plain = _zip(tmp_path / "pkg-1.0-py3-none-any.whl", _members())
+    # a non-ASCII member name: the fast reader steps aside and zipfile answers
+    (tmp_path / "u").mkdir()
+    unusual = _zip(tmp_path / "u" / "pkg-1.0-py3-none-any.whl", [*_members(), ("pkg/é.py", b"")])
+    for wheel in (plain, unusual):
+        names, read = open_members(wheel)
+        with zipfile.ZipFile(wheel) as zf:
+            assert names == zf.namelist()
+            assert all(read(n) == zf.read(n) for n in names)
+    assert _fast_zip(plain) is not None and _fast_zip(unusual) is None
