@@ -551,15 +551,19 @@ class Bench:
         self, who: str, lockfile: Path, scan_cache: Path, files: list[Path], uv_cache: Path
     ) -> Run:
         venv = fresh_venv(self.tmp(f"venv-{who}"))
+        uv: list[str | Path] = [uv_bin(), "pip", "install", "--no-deps", "--offline"]
+        uv += ["--no-index", "--no-config", "--link-mode=copy", "--python", venv]
+        uv_env = dict(self.env, UV_CACHE_DIR=str(uv_cache))
         if who == "wh":
             cmd = self.wh(
                 "install", "--locked", "--lockfile", lockfile, "--python", venv, "--backend", "uv"
             )
             done = run(cmd, env=self.wh_env(scan_cache, UV_CACHE_DIR=str(uv_cache)))
+        elif who == "uv-levels":  # the calls wh makes, without wh: what the order costs
+            parts = [run([*uv, *batch], env=uv_env) for batch in lock_levels(lockfile)]
+            done = Run(sum(r.wall for r in parts), max(r.rss_mb for r in parts), 0, "")
         else:
-            uv: list[str | Path] = [uv_bin(), "pip", "install", "--no-deps", "--offline"]
-            uv += ["--no-index", "--no-config", "--link-mode=copy", "--python", venv, *files]
-            done = run(uv, env=dict(self.env, UV_CACHE_DIR=str(uv_cache)))
+            done = run([*uv, *files], env=uv_env)
         shutil.rmtree(venv.parent.parent)  # a GPU stack is ~11 GB installed
         return done
 
@@ -580,8 +584,9 @@ class Bench:
         each primes its caches first.
         """
         n = self.args.repeat if state == "cold" else self.args.repeat_warm
-        runs: dict[str, list[Run]] = {"wh": [], "uv": []}
-        caches = {who: self.work / f"uvc-{label}-{who}" for who in runs}
+        runs: dict[str, list[Run]] = {"wh": [], "uv": [], "uv-levels": []}
+        uv_cache = self.work / f"uvc-{label}-uv"  # the two bare-uv rows share one
+        caches = {"wh": self.work / f"uvc-{label}-wh", "uv": uv_cache, "uv-levels": uv_cache}
         wh_cache = self.work / f"whcache-{label}-{state}"
 
         def fresh_wh_cache() -> None:
@@ -592,8 +597,8 @@ class Bench:
             shutil.rmtree(cache, ignore_errors=True)
         if state == "warm":
             fresh_wh_cache()
-            for who, cache in caches.items():
-                self._install_one(who, lockfile, wh_cache, files, cache)
+            for who in ("wh", "uv"):
+                self._install_one(who, lockfile, wh_cache, files, caches[who])
         for _ in range(n):
             for who, cache in caches.items():
                 if state == "cold" and who == "wh":
@@ -611,12 +616,30 @@ class Bench:
                 runs["uv"],
                 note,
             ),
+            "uv-levels": self.report.add(
+                section,
+                f"the same uv, one call per dependency level as wh makes them, uv cache {state}",
+                runs["uv-levels"],
+                note,
+            ),
         }
         self.report.ratio(
             f"{label}: wh install / bare uv (uv cache {state})",
             rows["wh"],
             rows["uv"],
             "target <= 1.1x",
+        )
+        self.report.ratio(
+            f"{label}: uv by levels / bare uv in one call (uv cache {state})",
+            rows["uv-levels"],
+            rows["uv"],
+            "what the install order costs",
+        )
+        self.report.ratio(
+            f"{label}: wh install / uv by levels (uv cache {state})",
+            rows["wh"],
+            rows["uv-levels"],
+            "what wh itself costs",
         )
         return rows["wh"]
 
@@ -665,6 +688,18 @@ class Bench:
             "python -c pass (interpreter alone)",
             repeat(self.args.repeat_warm, lambda i: run([PY, "-c", "pass"])),
         )
+
+
+def lock_levels(lockfile: Path) -> list[list[Path]]:
+    """The lock's wheels grouped by dependency level, in wh's install order."""
+    data = tomllib.loads(lockfile.read_text())
+    where = {
+        p["name"]: (lockfile.parent / w["path"]).resolve()
+        for p in data.get("packages", [])
+        for w in p.get("wheels", [])
+    }
+    order = data["tool"]["wh"]["install-order"]
+    return [[where[n] for n in level if n in where] for level in order]
 
 
 def warm_page_cache_files(files: list[Path]) -> str:
