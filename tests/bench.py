@@ -558,7 +558,8 @@ class Bench:
             cmd = self.wh(
                 "install", "--locked", "--lockfile", lockfile, "--python", venv, "--backend", "uv"
             )
-            done = run(cmd, env=self.wh_env(scan_cache, UV_CACHE_DIR=str(uv_cache)))
+            # wh hands its uv WH_UV_CACHE_DIR (it strips UV_* from what it passes on)
+            done = run(cmd, env=self.wh_env(scan_cache, WH_UV_CACHE_DIR=str(uv_cache)))
         elif who == "uv-levels":  # the calls wh makes, without wh: what the order costs
             parts = [run([*uv, *batch], env=uv_env) for batch in lock_levels(lockfile)]
             done = Run(sum(r.wall for r in parts), max(r.rss_mb for r in parts), 0, "")
