@@ -18,7 +18,7 @@ from packaging.version import InvalidVersion, Version
 
 from installer import proc
 from installer.errors import ProcessError, TargetError
-from installer.stamps import cache_dir, stat_key, write_json
+from installer.stamps import cache_file, stat_key, write_json
 from installer.target import Target
 
 # Runs inside the target interpreter. It borrows wh's own `packaging` for tags and markers
@@ -210,8 +210,7 @@ def _stamp(python: Path, sys_path: list[str]) -> list[Any]:
 
 
 def _probe_cache(python: Path) -> Path:
-    name = hashlib.sha256(str(python.absolute()).encode()).hexdigest()[:24]
-    return cache_dir() / "probe" / f"{name}.json"
+    return cache_file("probe", python.absolute())
 
 
 def _recall(python: Path) -> dict[str, Any] | None:

@@ -26,7 +26,7 @@ import installer
 from installer.environment import Environment
 from installer.hooks import Hooks, TargetSpec
 from installer.profile import Profile
-from installer.stamps import cache_dir, stat_key, write_json
+from installer.stamps import cache_file, stat_key, write_json
 from installer.target import Target
 
 _FORMAT = 1
@@ -108,8 +108,7 @@ def key(
 
 
 def _memo_file(lock_path: Path) -> Path:
-    name = hashlib.sha256(str(lock_path.resolve()).encode()).hexdigest()[:24]
-    return cache_dir() / "lockmemo" / f"{name}.json"
+    return cache_file("lockmemo", lock_path.resolve())
 
 
 def recall(memo_key: str, lock_path: Path) -> dict[str, Any] | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -13,7 +12,7 @@ from typing import Any
 
 from installer.errors import WheelhouseError
 from installer.hashing import parallel_map, sha256_file
-from installer.stamps import cache_dir, stat_key
+from installer.stamps import cache_file, stat_key, write_json
 from installer.wheelfile import Wheel, WheelMeta, WheelProblem, read_meta, to_wheel
 
 _CACHE_VERSION = 3  # 2: entries carry the verdict of to_wheel's checks; 3: ctime in key
@@ -40,8 +39,7 @@ class Wheelhouse:
 
 
 def _cache_file(root: Path) -> Path:
-    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:20]
-    return cache_dir() / "scan" / f"{key}.json"
+    return cache_file("scan", root.resolve())
 
 
 def _read_one(path: Path) -> WheelMeta | str:
@@ -318,12 +316,7 @@ def _write_cache(cfile: Path, entries: dict[str, dict[str, object]]) -> None:
         from filelock import FileLock
 
         with FileLock(str(cfile) + ".lock", timeout=30):
-            tmp = cfile.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(
-                json.dumps({"version": _CACHE_VERSION, "entries": entries}, sort_keys=True),
-                encoding="utf-8",
-            )
-            os.replace(tmp, cfile)
+            write_json(cfile, {"version": _CACHE_VERSION, "entries": entries})
     except OSError:
         # A read-only cache location only costs speed, never correctness.
         pass

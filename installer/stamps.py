@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -15,6 +16,13 @@ def cache_dir() -> Path:
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("wh", appauthor=False))
+
+
+def cache_file(kind: str, owner: Path) -> Path:
+    """The cache file of ``kind`` ("scan", "probe", "lockmemo") for the file or folder
+    ``owner``, named by a digest of its absolute path."""
+    name = hashlib.sha256(str(owner).encode()).hexdigest()[:24]
+    return cache_dir() / kind / f"{name}.json"
 
 
 def stat_key(st: os.stat_result) -> list[int]:
