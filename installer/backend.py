@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,10 +14,20 @@ from installer.errors import InstallError, ProcessError
 
 class Backend(Protocol):
     name: str
+    # how many wheels one install call writes at once (what install batches are balanced for)
+    threads: int
 
     def install(
         self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
     ) -> None: ...
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the OS tells it)."""
+    affinity = getattr(os, "sched_getaffinity", None)  # not on Windows or macOS
+    if affinity is not None:
+        return max(1, len(affinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
 def uv_binary() -> Path | None:
@@ -35,6 +46,8 @@ class UvBackend:
 
     def __init__(self, uv: Path) -> None:
         self.uv = uv
+        # uv installs one wheel per thread, as many threads as usable cores
+        self.threads = usable_cores()
 
     def command(
         self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
@@ -63,6 +76,7 @@ class UvBackend:
 
 class PipBackend:
     name = "pip"
+    threads = 1  # pip installs one wheel after another
 
     def command(
         self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool

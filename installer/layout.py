@@ -66,6 +66,16 @@ class WheelLayout:
     # where a backend may stage files while installing (uv unpacks NAME-VERSION.data there)
     scratch: tuple[Path, ...] = ()
 
+    @property
+    def unpacked_size(self) -> int:
+        """The bytes the wheel's files take once installed, from RECORD's size column."""
+        return sum(int(t.size) for t in self.files if t.size.isdigit())
+
+    @property
+    def members(self) -> int:
+        """How many files the wheel itself holds (not those a backend generates)."""
+        return sum(1 for t in self.files if t.arcname)
+
 
 def real(p: Path) -> Path:
     return Path(os.path.realpath(p))

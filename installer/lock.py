@@ -143,6 +143,10 @@ def render(
             for a in resolution.applied
         ],
         "unused-overrides": [str(o.requirement) for o in resolution.unused_overrides],
+        # dependencies nobody declares: installed before the other roots
+        "extra-requirements": [
+            {"requirement": str(e.requirement), "reason": e.reason} for e in profile.extras
+        ],
         "protections": [
             {
                 "name": p.name,

@@ -6,11 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from installer.environment import InstalledDist
 from installer.lock import Lock, LockedPackage
+from installer.schedule import balance, order_graph
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,11 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Plan:
-    """Batches of actions, each batch one dependency level; refusals stop the whole plan."""
+    """Batches of actions, each depending only on earlier ones; refusals stop the whole plan.
+
+    ``make_plan`` gives one batch per dependency level of the lock; ``balanced`` regroups
+    them by install cost, keeping every dependency in an earlier batch than its dependents.
+    """
 
     batches: tuple[tuple[Action, ...], ...]
     kept: tuple[Action, ...]
@@ -137,3 +143,22 @@ def make_plan(
         batches.append(rest)
     kept = tuple(actions[n] for n in sorted(actions) if actions[n].kind == "keep")
     return Plan(tuple(batches), kept, tuple(sorted(refusals, key=lambda r: r.name)))
+
+
+def balanced(plan: Plan, lock: Lock, weights: Mapping[NormalizedName, float], threads: int) -> Plan:
+    """The plan with its batches regrouped so a backend running ``threads`` wheels at once
+    stays busy (see ``installer.schedule``). Each package still follows its dependencies,
+    and the lock's extra requirements still precede its other roots."""
+    by_name = {a.package.name: a for a in plan.changes}
+    graph = order_graph(
+        {n: a.package.dependencies for n, a in by_name.items()},
+        [canonicalize_name(Requirement(t).name) for t in lock.tool.get("roots", [])],
+        [
+            canonicalize_name(Requirement(e["requirement"]).name)
+            for e in lock.tool.get("extra-requirements", [])
+        ],
+    )
+    names = [[a.package.name for a in b] for b in plan.batches]
+    new = balance(names, graph, {n: weights.get(n, 0.0) for n in by_name}, threads)
+    batches = tuple(tuple(by_name[n] for n in b) for b in new)
+    return Plan(batches, plan.kept, plan.refusals)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from typing import Any
@@ -18,6 +18,7 @@ from installer.candidates import Candidate, CandidateIndex, Pinned, Rejected
 from installer.errors import ResolutionError
 from installer.overrides import Applied, apply_override
 from installer.profile import Override
+from installer.schedule import order_graph
 from installer.target import Target
 from installer.wheelfile import Wheel
 
@@ -267,13 +268,16 @@ def resolve(
     prereleases: str = "if-necessary-or-explicit",
     max_rounds: int = 200_000,
     on_pin: Callable[[NormalizedName], None] | None = None,
+    undeclared: Collection[NormalizedName] = (),
 ) -> Resolution:
     """Resolve ``roots`` for ``target`` from ``wheels``. Pure: no disk, no subprocess.
 
     ``pins`` are protected installs (the only candidate of their name); ``installed`` are the
     other distributions of a live target, tried first and kept when they satisfy.
     ``on_pin`` hears each name as the resolver pins it (a pin may still be undone by
-    backtracking), so a caller can start work on likely results early.
+    backtracking), so a caller can start work on likely results early. ``undeclared`` names
+    roots that are dependencies nobody declares (a profile's extra requirements): the
+    install order puts them before the other roots.
     """
     pins = dict(pins or {})
     over = {o.name: o for o in overrides}
@@ -309,7 +313,7 @@ def resolve(
             f"resolution gave up after {max_rounds} rounds of backtracking",
             hint="pin the packages involved more tightly in the profile's requirements",
         ) from exc
-    resolution = _assemble(result.mapping, root_needs, root_applied, target, over, pins)
+    resolution = _assemble(result.mapping, root_needs, root_applied, target, over, pins, undeclared)
     rejected = tuple(r for n in sorted(resolution.packages) for r in index.rejected.get(n, []))
     return replace(resolution, rejected=rejected)
 
@@ -370,6 +374,7 @@ def _assemble(
     target: Target,
     over: Mapping[NormalizedName, Override],
     pins: Mapping[NormalizedName, Pinned],
+    undeclared: Collection[NormalizedName],
 ) -> Resolution:
     extras: dict[NormalizedName, set[NormalizedName]] = defaultdict(set)
     base: dict[NormalizedName, Candidate] = {}
@@ -419,7 +424,13 @@ def _assemble(
         applied=tuple(unique_applied),
         unused_overrides=tuple(o for n, o in sorted(over.items()) if n not in used),
         pins={n: p for n, p in pins.items() if n in chosen},
-        levels=install_levels({n: set(c.depends_on) for n, c in chosen.items()}),
+        levels=install_levels(
+            order_graph(
+                {n: c.depends_on for n, c in chosen.items()},
+                [n.name for n in root_needs],
+                undeclared,
+            )
+        ),
     )
 
 

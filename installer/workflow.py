@@ -129,6 +129,7 @@ def do_lock(
             installed=installed,
             prereleases=prereleases,
             on_pin=prehash.start,
+            undeclared=[canonicalize_name(e.requirement.name) for e in profile.extras],
         )
         locked_names = set(resolution.packages)
         locked_wheels = [w for w in wh.wheels if w.name in locked_names]
@@ -337,9 +338,9 @@ def _install_locked(
     backend_name: str | None,
     link_mode: str | None,
 ) -> InstallResult:
-    from installer import journal, safeguard
+    from installer import journal, safeguard, schedule
     from installer.backend import choose
-    from installer.plan import make_plan
+    from installer.plan import balanced, make_plan
 
     lock_fits(lock, env)
     kept_installed(lock, env)
@@ -363,14 +364,22 @@ def _install_locked(
         allow_overwrite=tuple(lock.tool.get("allow-overwrite", ())),
         digests=digests,
     )
+    by_wheel = {lay.wheel: lay for lay in layouts}
+    # speed: regroup the levels so the backend's threads stay busy (dependencies still first)
+    weights = {
+        a.package.name: schedule.weight(
+            by_wheel[a.package.wheel].unpacked_size, by_wheel[a.package.wheel].members
+        )
+        for a in plan.changes
+    }
+    plan = balanced(plan, lock, weights, backend.threads)
     if dry_run:
         return InstallResult(plan, env, [], True, lock, backend.name)
-    by_wheel = {lay.wheel: lay for lay in layouts}
     # reliability: all-or-nothing; any failure below (verification included) rolls back
     with safeguard.all_or_nothing(env, plan, layouts):
         for i, batch in enumerate(plan.batches, 1):
             hooks.status(
-                f"installing level {i}/{len(plan.batches)}: "
+                f"installing batch {i}/{len(plan.batches)}: "
                 + ", ".join(f"{a.package.name} {a.package.version}" for a in batch)
             )
             wheels = [a.package.wheel for a in batch]

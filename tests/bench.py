@@ -34,6 +34,7 @@ Peak memory is ``ru_maxrss`` of each subprocess tree from ``os.wait4``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -360,6 +361,7 @@ class Bench:
         if args.wh_src:
             self.env["PYTHONPATH"] = str(Path(args.wh_src).resolve())
         self._n = 0
+        self._batches: dict[Path, list[list[Path]]] = {}
 
     def tmp(self, stem: str) -> Path:
         self._n += 1
@@ -518,6 +520,7 @@ class Bench:
         size = sum(f.stat().st_size for f in files)
         note = f"{len(files)} wheels, {size / 1e9:.2f} GB"
         print(f"  {warm_page_cache_files(files)}", flush=True)
+        print(f"  {self.modelled(lockfile, files)}", flush=True)
         w = self._install_rows(section, label, lockfile, scan_cache, files, note, "cold")
         w = self._install_rows(section, label, lockfile, scan_cache, files, note, "warm")
         if not a.skip_pip:
@@ -560,13 +563,61 @@ class Bench:
             )
             # wh hands its uv WH_UV_CACHE_DIR (it strips UV_* from what it passes on)
             done = run(cmd, env=self.wh_env(scan_cache, WH_UV_CACHE_DIR=str(uv_cache)))
-        elif who == "uv-levels":  # the calls wh makes, without wh: what the order costs
-            parts = [run([*uv, *batch], env=uv_env) for batch in lock_levels(lockfile)]
+        elif who in ("uv-levels", "uv-batches"):  # the order's calls, without wh
+            order = lock_levels(lockfile) if who == "uv-levels" else self.batches(lockfile)
+            parts = [run([*uv, *batch], env=uv_env) for batch in order]
             done = Run(sum(r.wall for r in parts), max(r.rss_mb for r in parts), 0, "")
         else:
             done = run([*uv, *files], env=uv_env)
         shutil.rmtree(venv.parent.parent)  # a GPU stack is ~11 GB installed
         return done
+
+    def batches(self, lockfile: Path) -> list[list[Path]]:
+        """The backend calls wh makes for this lock into a fresh venv (its dry-run plan)."""
+        if lockfile not in self._batches:
+            venv = fresh_venv(self.tmp("venv-plan"))
+            cmd = self.wh(
+                "install",
+                "--locked",
+                "--lockfile",
+                lockfile,
+                "--python",
+                venv,
+                "--backend",
+                "uv",
+                "--dry-run",
+                "--json",
+            )
+            cache = self.tmp("whcache-plan")  # its own: the rows' caches stay as they are
+            plan = json.loads(run(cmd, env=self.wh_env(cache)).out)["plan"]
+            shutil.rmtree(venv.parent.parent)
+            shutil.rmtree(cache, ignore_errors=True)
+            where = {p.name: p for level in lock_levels(lockfile) for p in level}
+            self._batches[lockfile] = [[where[a["wheel"]] for a in b] for b in plan["batches"]]
+        return self._batches[lockfile]
+
+    def modelled(self, lockfile: Path, files: list[Path]) -> str:
+        """installer.schedule's cost of the lock's levels and of wh's batches, as multiples
+        of one call with every wheel (what the measured rows are to be compared with)."""
+        from installer.schedule import batch_cost, total_cost, weight
+
+        threads = len(os.sched_getaffinity(0))
+        w: dict[str, float] = {}
+        for f in files:
+            with zipfile.ZipFile(f) as zf:
+                infos = [i for i in zf.infolist() if not i.is_dir()]
+            w[f.name] = weight(sum(i.file_size for i in infos), len(infos))
+        one = batch_cost(list(w.values()), threads)
+
+        def names(order: list[list[Path]]) -> list[list[str]]:
+            return [[p.name for p in b] for b in order]
+
+        lv = total_cost(names(lock_levels(lockfile)), w, threads) / one
+        wh = total_cost(names(self.batches(lockfile)), w, threads) / one
+        return (
+            f"modelled install time ({threads} threads), as multiples of one call: "
+            f"lock levels {lv:.3f}, wh's batches {wh:.3f}"
+        )
 
     def _install_rows(
         self,
@@ -585,9 +636,10 @@ class Bench:
         each primes its caches first.
         """
         n = self.args.repeat if state == "cold" else self.args.repeat_warm
-        runs: dict[str, list[Run]] = {"wh": [], "uv": [], "uv-levels": []}
-        uv_cache = self.work / f"uvc-{label}-uv"  # the two bare-uv rows share one
-        caches = {"wh": self.work / f"uvc-{label}-wh", "uv": uv_cache, "uv-levels": uv_cache}
+        runs: dict[str, list[Run]] = {"wh": [], "uv": [], "uv-batches": [], "uv-levels": []}
+        uv_cache = self.work / f"uvc-{label}-uv"  # the bare-uv rows share one
+        caches = {"wh": self.work / f"uvc-{label}-wh"}
+        caches.update({who: uv_cache for who in ("uv", "uv-batches", "uv-levels")})
         wh_cache = self.work / f"whcache-{label}-{state}"
 
         def fresh_wh_cache() -> None:
@@ -617,9 +669,15 @@ class Bench:
                 runs["uv"],
                 note,
             ),
+            "uv-batches": self.report.add(
+                section,
+                f"the same uv, one call per batch of wh's plan (balanced), uv cache {state}",
+                runs["uv-batches"],
+                note,
+            ),
             "uv-levels": self.report.add(
                 section,
-                f"the same uv, one call per dependency level as wh makes them, uv cache {state}",
+                f"the same uv, one call per dependency level of the lock, uv cache {state}",
                 runs["uv-levels"],
                 note,
             ),
@@ -631,15 +689,21 @@ class Bench:
             "target <= 1.1x",
         )
         self.report.ratio(
-            f"{label}: uv by levels / bare uv in one call (uv cache {state})",
+            f"{label}: uv by lock levels / bare uv in one call (uv cache {state})",
             rows["uv-levels"],
             rows["uv"],
-            "what the install order costs",
+            "what the unbalanced order would cost",
         )
         self.report.ratio(
-            f"{label}: wh install / uv by levels (uv cache {state})",
+            f"{label}: uv by wh's batches / bare uv in one call (uv cache {state})",
+            rows["uv-batches"],
+            rows["uv"],
+            "what the balanced order costs",
+        )
+        self.report.ratio(
+            f"{label}: wh install / uv by wh's batches (uv cache {state})",
             rows["wh"],
-            rows["uv-levels"],
+            rows["uv-batches"],
             "what wh itself costs",
         )
         return rows["wh"]

@@ -103,7 +103,7 @@ def test_a_real_backend_failure_rolls_back(scene: Scene) -> None:
     done = scene.install_new()
     assert done.returncode == 7, done.stderr
     assert "uv install failed" in done.stderr
-    assert "installing level 3/5" in done.stderr  # levels 1 and 2 had been installed
+    assert "installing batch 3/5" in done.stderr  # levels 1 and 2 had been installed
     scene.assert_unchanged()
 
 

@@ -9,10 +9,10 @@ from packaging.version import Version
 
 from installer.environment import InstalledDist
 from installer.lock import Lock, LockedPackage
-from installer.plan import make_plan
+from installer.plan import balanced, make_plan
 
 
-def pkg(name: str, version: str) -> LockedPackage:
+def pkg(name: str, version: str, *deps: str) -> LockedPackage:
     return LockedPackage(
         name=canonicalize_name(name),
         version=Version(version),
@@ -20,7 +20,7 @@ def pkg(name: str, version: str) -> LockedPackage:
         filename=f"{name}-{version}-py3-none-any.whl",
         size=1,
         sha256="0" * 64,
-        dependencies=(),
+        dependencies=tuple(canonicalize_name(d) for d in deps),
         required_by=(),
         protected=False,
     )
@@ -77,3 +77,68 @@ def test_protected_record_change_is_refused() -> None:
     prot = [{"name": "torch", "version": "2.9.1+cu130", "record-sha256": "before"}]
     plan = make_plan(lock([], [], prot), {"torch": dist("torch", "2.9.1+cu130")})  # type: ignore[dict-item]
     assert "has changed files since it was locked" in plan.refusals[0].reason
+
+
+def test_balanced_moves_a_free_heavy_wheel_beside_the_heavy_chain_and_keeps_the_rest() -> None:
+    pkgs = [
+        pkg("cublas", "1"),
+        pkg("nccl", "1"),
+        pkg("kernel", "1"),
+        pkg("cudnn", "1", "cublas"),
+        pkg("torch", "1", "cudnn", "nccl"),
+        pkg("app", "1", "torch", "kernel", "six"),
+        pkg("six", "1"),
+    ]
+    lk = lock([["cublas", "kernel", "nccl", "six"], ["cudnn"], ["torch"], ["app"]], pkgs)
+    plan = make_plan(lk, {"six": dist("six", "1")})  # type: ignore[dict-item]
+    weights = {
+        NormalizedName(n): w
+        for n, w in [
+            ("cublas", 8.0),
+            ("nccl", 3.0),
+            ("kernel", 10.0),
+            ("cudnn", 9.0),
+            ("torch", 12.0),
+            ("app", 0.1),
+        ]
+    }
+    two = balanced(plan, lk, weights, threads=2)
+    assert [[a.package.name for a in b] for b in two.batches] == [
+        ["cublas", "nccl"],
+        ["cudnn"],
+        ["kernel", "torch"],
+        ["app"],
+    ]
+    assert two.kept == plan.kept and two.refusals == plan.refusals
+    assert sorted(a.describe() for a in two.changes) == sorted(a.describe() for a in plan.changes)
+    # pip installs one wheel at a time: nothing to gain, the levels stay
+    assert balanced(plan, lk, weights, threads=1).batches == plan.batches
+
+
+def test_balanced_keeps_an_extra_requirement_before_the_other_roots() -> None:
+    """``kernels`` is a dependency nobody declares: balancing may not move it after sglang."""
+    pkgs = [pkg("kernels", "0.11.7"), pkg("a", "1"), pkg("b", "1"), pkg("sglang", "1", "a", "b")]
+    lk = lock([["a", "b", "kernels"], ["sglang"]], pkgs)
+    weights = {NormalizedName(n): 9.0 for n in ("kernels", "a", "b", "sglang")}
+    plan = make_plan(lk, {})
+    # without the lock saying so, kernels is free to join sglang's batch (a cheaper plan)
+    free = balanced(plan, lk, weights, threads=2)
+    assert [[a.package.name for a in b] for b in free.batches] == [
+        ["a", "b"],
+        ["kernels", "sglang"],
+    ]
+    said = Lock(
+        lk.path,
+        lk.profile,
+        lk.packages,
+        lk.levels,
+        {
+            "roots": ["sglang", "kernels==0.11.7"],
+            "extra-requirements": [{"requirement": "kernels==0.11.7", "reason": "r"}],
+        },
+    )
+    kept = balanced(make_plan(said, {}), said, weights, threads=2)
+    assert [[a.package.name for a in b] for b in kept.batches] == [
+        ["a", "b", "kernels"],
+        ["sglang"],
+    ]

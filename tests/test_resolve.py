@@ -271,3 +271,15 @@ def test_install_levels_put_dependencies_first_and_cycles_together() -> None:
     n = canonicalize_name
     graph = {n("app"): {n("b")}, n("b"): {n("c")}, n("c"): {n("b")}, n("d"): set()}
     assert install_levels(graph) == ((n("b"), n("c"), n("d")), (n("app"),))
+
+
+def test_undeclared_roots_come_before_the_other_roots_in_the_install_order(
+    house: House,
+) -> None:
+    # kernels sits on a deeper chain than the root app: by depth alone it would come later
+    house.add("app", "1").add("kernels", "0.11.7", ["huggingface-hub"])
+    house.add("huggingface-hub", "1", ["filelock"]).add("filelock", "3")
+    plain = _resolve(house, "app", "kernels")
+    assert plain.levels == (("app", "filelock"), ("huggingface-hub",), ("kernels",))
+    said = _resolve(house, "app", "kernels", undeclared=[canonicalize_name("kernels")])
+    assert said.levels == (("filelock",), ("huggingface-hub",), ("kernels",), ("app",))
