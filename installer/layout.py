@@ -91,7 +91,10 @@ def layout(wheel: Path, schemes: Schemes) -> WheelLayout:
     name = parse_wheel_filename(wheel.name)[0]
     all_names, read = open_members(wheel)
     names = [n for n in all_names if not n.endswith("/")]
-    di = next(n.split("/", 1)[0] for n in names if n.split("/", 1)[0].endswith(".dist-info"))
+    # wheels put .dist-info last: look from the end (a torch wheel has 20,000 names)
+    di = next(
+        top for top in (n.split("/", 1)[0] for n in reversed(names)) if top.endswith(".dist-info")
+    )
     wheel_txt = read(f"{di}/WHEEL").decode("utf-8", "replace")
     purelib = (HeaderParser().parsestr(wheel_txt).get("Root-Is-Purelib") or "").strip()
     root = schemes.purelib if purelib.lower() == "true" else schemes.platlib

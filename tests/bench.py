@@ -179,7 +179,7 @@ class Row:
 class Report:
     def __init__(self) -> None:
         self.rows: list[Row] = []
-        self.ratios: list[tuple[str, str, float, str]] = []
+        self.ratios: list[tuple[str, str, float, float, str]] = []
 
     def add(self, section: str, what: str, runs: list[Run], note: str = "") -> Row:
         row = Row(section, what, runs, note)
@@ -189,12 +189,14 @@ class Report:
             f"peak {row.rss:7.1f} MB  {note}",
             flush=True,
         )
+        if len(runs) > 1:
+            print("    runs: " + " ".join(f"{r.wall:.3f}" for r in runs), flush=True)
         return row
 
     def ratio(self, label: str, a: Row, b: Row, target: str = "") -> None:
-        r = a.best / b.best
-        self.ratios.append((label, f"{a.what} / {b.what}", r, target))
-        print(f"  => {label}: {r:.2f}x {target}", flush=True)
+        r, m = a.best / b.best, a.median / b.median
+        self.ratios.append((label, f"{a.what} / {b.what}", r, m, target))
+        print(f"  => {label}: {r:.2f}x (medians {m:.2f}x) {target}", flush=True)
 
     def markdown(self) -> str:
         lines = ["| section | what | best s | median s | runs | peak RSS MB | note |"]
@@ -204,9 +206,10 @@ class Report:
                 f"| {r.section} | {r.what} | {r.best:.3f} | {r.median:.3f} | {len(r.runs)} | "
                 f"{r.rss:.0f} | {r.note} |"
             )
-        lines += ["", "| ratio | of | value | target |", "| --- | --- | ---: | --- |"]
-        for label, of, value, target in self.ratios:
-            lines.append(f"| {label} | {of} | {value:.2f}x | {target} |")
+        lines += ["", "| ratio | of | best / best | median / median | target |"]
+        lines.append("| --- | --- | ---: | ---: | --- |")
+        for label, of, value, med, target in self.ratios:
+            lines.append(f"| {label} | {of} | {value:.2f}x | {med:.2f}x | {target} |")
         return "\n".join(lines)
 
 
@@ -521,12 +524,14 @@ class Bench:
         note = f"{len(files)} wheels, {size / 1e9:.2f} GB"
         print(f"  {warm_page_cache_files(files)}", flush=True)
         print(f"  {self.modelled(lockfile, files)}", flush=True)
-        w = self._install_rows(section, label, lockfile, scan_cache, files, note, "cold")
-        w = self._install_rows(section, label, lockfile, scan_cache, files, note, "warm")
+        for state in a.install_states.split(","):
+            w = self._install_rows(section, label, lockfile, scan_cache, files, note, state)
         if not a.skip_pip:
 
             def pip_install(i: int) -> Run:
                 venv = fresh_venv(self.tmp("venv-pip"))
+                if a.drop_caches:
+                    drop_page_cache()
                 return run(
                     [
                         PY,
@@ -548,12 +553,14 @@ class Bench:
             p = rep.add(
                 section, "pip install --no-deps --no-index --isolated", repeat(1, pip_install)
             )
-            rep.ratio(f"{label}: pip / wh install (uv cache warm)", p, w, "target >= 3x")
+            rep.ratio(f"{label}: pip / wh install (uv cache {state})", p, w, "target >= 3x")
 
     def _install_one(
         self, who: str, lockfile: Path, scan_cache: Path, files: list[Path], uv_cache: Path
     ) -> Run:
         venv = fresh_venv(self.tmp(f"venv-{who}"))
+        if self.args.drop_caches:
+            drop_page_cache()
         uv: list[str | Path] = [uv_bin(), "pip", "install", "--no-deps", "--offline"]
         uv += ["--no-index", "--no-config", "--link-mode=copy", "--python", venv]
         uv_env = dict(self.env, UV_CACHE_DIR=str(uv_cache))
@@ -767,6 +774,12 @@ def lock_levels(lockfile: Path) -> list[list[Path]]:
     return [[where[n] for n in level if n in where] for level in order]
 
 
+def drop_page_cache() -> None:
+    """Write back dirty pages, then empty the page cache (needs root; Linux only)."""
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
 def warm_page_cache_files(files: list[Path]) -> str:
     for f in files:
         with f.open("rb", buffering=0) as fh:
@@ -795,6 +808,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--skip-synth", action="store_true")
     ap.add_argument("--skip-pip", action="store_true")
+    ap.add_argument(
+        "--install-states",
+        default="cold,warm",
+        choices=["cold,warm", "cold", "warm"],
+        help="uv cache states of the install rows",
+    )
+    ap.add_argument(
+        "--drop-caches",
+        action="store_true",
+        help="empty the page cache before each install run (root; Linux), so every run "
+        "reads its wheels and uv cache from disk",
+    )
     ap.add_argument("--only", choices=["lock", "install", "resolve", "startup"], action="append")
     ap.add_argument("--repeat", type=int, default=2, help="runs of the cold/slow rows")
     ap.add_argument("--repeat-warm", type=int, default=5, help="runs of the warm/fast rows")
