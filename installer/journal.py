@@ -95,16 +95,6 @@ def _listing(root: Path) -> Watched:
     return Watched(str(root), True, tuple(sorted(entries)))
 
 
-def _site_top(path: Path, base: Path) -> tuple[str, bool]:
-    """The top-level entry under a site folder, and whether it is the file itself
-    (string work: this runs once per installed file)."""
-    head = str(base) + os.sep
-    text = str(path)
-    rest = text[len(head) :] if text.startswith(head) else str(path.relative_to(base))
-    top, sep, _ = rest.partition(os.sep)
-    return top, not sep
-
-
 def _watch_root(path: Path, base: Path) -> Path:
     """Outside the site folders (data, headers): the highest folder the install would
     create, else the file."""
@@ -146,16 +136,15 @@ def plan_record(
     # per (site folder, top-level entry): does it exist now? Files under an absent one
     # cannot exist, so they need no lstat below.
     tops: dict[tuple[Path, str], bool] = {}
-    top_of: dict[Path, tuple[Path, str]] = {}
     for lay in layouts:
         for t in lay.files:
             if t.base not in site_dirs:
                 r = _watch_root(t.path, t.base)
                 roots.setdefault(key(r), r)
                 continue
-            top, is_file = _site_top(t.path, t.base)
+            top = t.top
+            is_file = top == t.rel
             where = (t.base, top)
-            top_of[t.path] = where
             if where not in tops:
                 r = t.base / top
                 roots.setdefault(key(r), r)
@@ -181,10 +170,8 @@ def plan_record(
                 for pyc in _pycache_siblings(owned.path):
                     moves.setdefault(key(pyc), pyc)
     for lay in layouts:
-        for p in [t.path for t in lay.files] + list(lay.scripts):
-            known = top_of.get(p)
-            if known is not None and not tops[known]:
-                continue
+        present = [t.path for t in lay.files if t.base not in site_dirs or tops[(t.base, t.top)]]
+        for p in present + list(lay.scripts):
             if os.path.lexists(p) and not (p.is_dir() and not p.is_symlink()):
                 moves.setdefault(key(p), p)
                 for pyc in _pycache_siblings(p):

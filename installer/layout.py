@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.parser import HeaderParser
+from functools import cached_property
 from pathlib import Path
 
 from packaging.utils import NormalizedName, parse_wheel_filename
@@ -46,13 +47,32 @@ class Schemes:
 
 @dataclass(frozen=True)
 class Target:
-    """One file a wheel will write: its absolute path, its RECORD hash, and its base folder."""
+    """One file a wheel will write: its base folder and its "/"-separated path under it,
+    its RECORD hash and size.
 
-    path: Path
-    hash: str
+    A torch wheel maps to 20,000 of these; most checks need only strings, so the Path is
+    made on first use.
+    """
+
     base: Path
+    rel: str
+    hash: str
     arcname: str = ""  # the wheel member it comes from ("" for files a backend generates)
     size: str = ""  # RECORD's size column
+
+    @cached_property
+    def path(self) -> Path:
+        return self.base / self.rel
+
+    @property
+    def text(self) -> str:
+        """The absolute path as a string (separators as given; ``key`` normalises them)."""
+        return f"{self.base}{os.sep}{self.rel}"
+
+    @property
+    def top(self) -> str:
+        """The first component under the base folder."""
+        return self.rel.partition("/")[0]
 
 
 @dataclass(frozen=True)
@@ -81,7 +101,7 @@ def real(p: Path) -> Path:
     return Path(os.path.realpath(p))
 
 
-def key(p: Path) -> str:
+def key(p: Path | str) -> str:
     """A path as a comparison key: case-folded where the filesystem is (Windows)."""
     return os.path.normcase(os.path.normpath(p))
 
@@ -121,9 +141,9 @@ def layout(wheel: Path, schemes: Schemes) -> WheelLayout:
         else:
             base, rel = root, arc
         digest, size = rows.get(arc, ("", ""))
-        files.append(Target(base / rel, digest, base, arc, size))
+        files.append(Target(base, rel, digest, arc, size))
     for extra in GENERATED_DIST_INFO:
-        files.append(Target(root / di / extra, "", root))
+        files.append(Target(root, f"{di}/{extra}", ""))
     scripts: list[Path] = []
     for script in _script_names(entry_points):
         for suffix in ("", ".exe", "-script.py", ".cmd"):

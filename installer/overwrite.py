@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -49,7 +50,7 @@ def clashes(
             owners.setdefault(key(owned.path), (name, owned.hash, True))
     found: list[Clash] = []
     for lay in layouts:
-        writes = [(t.path, t.hash) for t in lay.files] + [(p, "") for p in lay.scripts]
+        writes = [(t.text, t.hash) for t in lay.files] + [(str(p), "") for p in lay.scripts]
         for path, digest in writes:
             k = key(path)
             prev = owners.get(k)
@@ -61,7 +62,7 @@ def clashes(
                 continue
             if owner in allowed or lay.name in allowed:
                 continue
-            found.append(Clash(str(path), lay.name, owner, is_installed))
+            found.append(Clash(os.path.normpath(path), lay.name, owner, is_installed))
     return found
 
 

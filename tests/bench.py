@@ -636,29 +636,30 @@ class Bench:
         note: str,
         state: str,
     ) -> Row:
-        """One wh row and one bare-uv row, their runs alternating (this machine's speed drifts).
+        """wh, bare uv, and bare uv in wh's batches and in the lock's levels, their runs
+        alternating (this machine's speed drifts).
 
-        Same cache state for both: cold, each run starts from an empty uv cache and wh from
-        the cache its lock left (scan digests, no remembered validation); warm, one run of
-        each primes its caches first.
+        Same cache state for all: cold, each run starts from an empty uv cache and wh from
+        the cache its lock left (scan digests, no remembered validation); warm, bare uv
+        fills the one uv cache and a wh run primes wh's cache first.
         """
         n = self.args.repeat if state == "cold" else self.args.repeat_warm
         runs: dict[str, list[Run]] = {"wh": [], "uv": [], "uv-batches": [], "uv-levels": []}
-        uv_cache = self.work / f"uvc-{label}-uv"  # the bare-uv rows share one
-        caches = {"wh": self.work / f"uvc-{label}-wh"}
-        caches.update({who: uv_cache for who in ("uv", "uv-batches", "uv-levels")})
+        # one uv cache for every row: warm, the same files on disk for all; cold, emptied
+        # after each run
+        uv_cache = self.work / f"uvc-{label}"
+        caches = {who: uv_cache for who in runs}
         wh_cache = self.work / f"whcache-{label}-{state}"
 
         def fresh_wh_cache() -> None:
             shutil.rmtree(wh_cache, ignore_errors=True)
             shutil.copytree(scan_cache, wh_cache)
 
-        for cache in caches.values():
-            shutil.rmtree(cache, ignore_errors=True)
-        if state == "warm":
+        shutil.rmtree(uv_cache, ignore_errors=True)
+        if state == "warm":  # bare uv fills the uv cache, then wh primes its own cache
             fresh_wh_cache()
-            for who in ("wh", "uv"):
-                self._install_one(who, lockfile, wh_cache, files, caches[who])
+            for who in ("uv", "wh"):
+                self._install_one(who, lockfile, wh_cache, files, uv_cache)
         for _ in range(n):
             for who, cache in caches.items():
                 if state == "cold" and who == "wh":
