@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -48,6 +49,33 @@ def verify_installed(
     installed_problems(todo, Schemes.of(env).scripts)
     for lay in todo:
         verified.remember("contents", digests.get(lay.wheel, ""))
+
+
+class Checker:
+    """``verify_installed`` on a background thread, one batch after another, so checking a
+    batch overlaps installing the next. ``wait`` raises the first problem; leaving the
+    block any other way waits for the thread (the rollback must not pull files from under
+    it) and drops its findings."""
+
+    def __init__(self, env: Environment, digests: Mapping[Path, str] | None = None) -> None:
+        self.env = env
+        self.digests = digests
+        self.pool = ThreadPoolExecutor(max_workers=1)
+        self.pending: list[Future[None]] = []
+
+    def submit(self, layouts: Sequence[WheelLayout]) -> None:
+        self.pending.append(self.pool.submit(verify_installed, self.env, layouts, self.digests))
+
+    def wait(self) -> None:
+        pending, self.pending = self.pending, []
+        for f in pending:
+            f.result()
+
+    def __enter__(self) -> Checker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.pool.shutdown(wait=True)
 
 
 @contextmanager

@@ -376,7 +376,7 @@ def _install_locked(
     if dry_run:
         return InstallResult(plan, env, [], True, lock, backend.name)
     # reliability: all-or-nothing; any failure below (verification included) rolls back
-    with safeguard.all_or_nothing(env, plan, layouts):
+    with safeguard.all_or_nothing(env, plan, layouts), safeguard.Checker(env, digests) as check:
         for i, batch in enumerate(plan.batches, 1):
             hooks.status(
                 f"installing batch {i}/{len(plan.batches)}: "
@@ -389,8 +389,10 @@ def _install_locked(
                 link_mode=mode,
                 reinstall=any(a.kind == "reinstall" for a in batch),
             )
-            safeguard.verify_installed(env, [by_wheel[w] for w in wheels], digests)
+            # speed: the batch's files are hashed while the backend writes the next one
+            check.submit([by_wheel[w] for w in wheels])
             journal.fault_point(i)
+        check.wait()
         findings = verify_env(lock, python, before=env)
         raise_on_failures(findings)
     return InstallResult(plan, env, findings, False, lock, backend.name)

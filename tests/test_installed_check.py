@@ -75,3 +75,22 @@ def test_a_passed_digest_is_not_checked_again(
     monkeypatch.setenv("WH_VERIFY_REHASH", "1")
     with pytest.raises(WheelhouseError):
         safeguard.verify_installed(env, [lay], digests)
+
+
+def test_checker_reports_an_earlier_batch_at_wait_and_drops_it_on_another_error(
+    new_venv: Callable[..., Path], tmp_path: Path
+) -> None:
+    python, wheel = _installed(new_venv, tmp_path)
+    env = probe(python)
+    schemes = Schemes.of(env)
+    lay = layout(wheel, schemes)
+    (schemes.purelib / "tool" / "__init__.py").write_bytes(b"VALUE = 2\n")
+    with safeguard.Checker(env) as check:
+        check.submit([lay])  # checked on its thread while the caller goes on
+        with pytest.raises(WheelhouseError, match="failed validation"):
+            check.wait()
+    # another error leaves the block: the thread is waited for, its finding dropped
+    with pytest.raises(RuntimeError, match="backend failed"), safeguard.Checker(env) as check:
+        check.submit([lay])
+        raise RuntimeError("backend failed")
+    assert check.pending and all(f.done() for f in check.pending)
