@@ -606,9 +606,10 @@ class Bench:
     def modelled(self, lockfile: Path, files: list[Path]) -> str:
         """installer.schedule's cost of the lock's levels and of wh's batches, as multiples
         of one call with every wheel (what the measured rows are to be compared with)."""
+        from installer.backend import usable_cores
         from installer.schedule import batch_cost, total_cost, weight
 
-        threads = len(os.sched_getaffinity(0))
+        threads = usable_cores()  # what wh's uv backend balances for
         w: dict[str, float] = {}
         for f in files:
             with zipfile.ZipFile(f) as zf:
