@@ -51,6 +51,7 @@ _UNHASHED = ("RECORD", "RECORD.jws", "RECORD.p7s")
 _STRONG = ("sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512", "blake2b")
 _DATA_SCHEMES = ("purelib", "platlib", "scripts", "data", "headers")
 _DRIVE = re.compile(r"^[A-Za-z]:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # one regex scan: a torch wheel has 40,000 paths
 _CHUNK = 1 << 20
 
 
@@ -69,7 +70,7 @@ LIMITS = Limits()
 
 def unsafe_path(name: str) -> str | None:
     """Why an archive path could escape the install root or fool a filesystem, or None."""
-    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+    if _CONTROL.search(name):
         return "contains a control character"
     if "\\" in name:
         return "contains a backslash"
@@ -78,9 +79,9 @@ def unsafe_path(name: str) -> str | None:
     if _DRIVE.match(name):
         return "starts with a drive letter"
     parts = name.rstrip("/").split("/")
-    if any(p == ".." for p in parts):
+    if ".." in parts:
         return "escapes the install root with '..'"
-    if any(p in ("", ".") for p in parts):
+    if "" in parts or "." in parts:
         return "has an empty or '.' component"
     return None
 

@@ -564,6 +564,8 @@ class Bench:
         uv: list[str | Path] = [uv_bin(), "pip", "install", "--no-deps", "--offline"]
         uv += ["--no-index", "--no-config", "--link-mode=copy", "--python", venv]
         uv_env = dict(self.env, UV_CACHE_DIR=str(uv_cache))
+        # the rows that stand for wh's own calls run uv with the concurrency wh gives it
+        tuned = dict(uv_env, UV_CONCURRENT_INSTALLS=str(wh_uv_installs()))
         if who == "wh":
             cmd = self.wh(
                 "install", "--locked", "--lockfile", lockfile, "--python", venv, "--backend", "uv"
@@ -572,8 +574,10 @@ class Bench:
             done = run(cmd, env=self.wh_env(scan_cache, WH_UV_CACHE_DIR=str(uv_cache)))
         elif who in ("uv-levels", "uv-batches"):  # the order's calls, without wh
             order = lock_levels(lockfile) if who == "uv-levels" else self.batches(lockfile)
-            parts = [run([*uv, *batch], env=uv_env) for batch in order]
+            parts = [run([*uv, *batch], env=tuned) for batch in order]
             done = Run(sum(r.wall for r in parts), max(r.rss_mb for r in parts), 0, "")
+        elif who == "uv-tuned":
+            done = run([*uv, *files], env=tuned)
         else:
             done = run([*uv, *files], env=uv_env)
         shutil.rmtree(venv.parent.parent)  # a GPU stack is ~11 GB installed
@@ -637,15 +641,23 @@ class Bench:
         note: str,
         state: str,
     ) -> Row:
-        """wh, bare uv, and bare uv in wh's batches and in the lock's levels, their runs
-        alternating (this machine's speed drifts).
+        """wh, bare uv (its defaults), and uv with the concurrency wh gives it: in one call,
+        in wh's batches and in the lock's levels; their runs alternating (this machine's
+        speed drifts).
 
         Same cache state for all: cold, each run starts from an empty uv cache and wh from
         the cache its lock left (scan digests, no remembered validation); warm, bare uv
         fills the one uv cache and a wh run primes wh's cache first.
         """
         n = self.args.repeat if state == "cold" else self.args.repeat_warm
-        runs: dict[str, list[Run]] = {"wh": [], "uv": [], "uv-batches": [], "uv-levels": []}
+        tuned_n = wh_uv_installs()
+        runs: dict[str, list[Run]] = {
+            "wh": [],
+            "uv": [],
+            "uv-tuned": [],
+            "uv-batches": [],
+            "uv-levels": [],
+        }
         # one uv cache for every row: warm, the same files on disk for all; cold, emptied
         # after each run
         uv_cache = self.work / f"uvc-{label}"
@@ -678,15 +690,24 @@ class Bench:
                 runs["uv"],
                 note,
             ),
+            "uv-tuned": self.report.add(
+                section,
+                f"the same bare uv with UV_CONCURRENT_INSTALLS={tuned_n} (wh's setting), "
+                f"uv cache {state}",
+                runs["uv-tuned"],
+                note,
+            ),
             "uv-batches": self.report.add(
                 section,
-                f"the same uv, one call per batch of wh's plan (balanced), uv cache {state}",
+                f"uv with wh's setting, one call per batch of wh's plan (balanced), "
+                f"uv cache {state}",
                 runs["uv-batches"],
                 note,
             ),
             "uv-levels": self.report.add(
                 section,
-                f"the same uv, one call per dependency level of the lock, uv cache {state}",
+                f"uv with wh's setting, one call per dependency level of the lock, "
+                f"uv cache {state}",
                 runs["uv-levels"],
                 note,
             ),
@@ -698,15 +719,27 @@ class Bench:
             "target <= 1.1x",
         )
         self.report.ratio(
-            f"{label}: uv by lock levels / bare uv in one call (uv cache {state})",
-            rows["uv-levels"],
+            f"{label}: wh install / bare uv with wh's setting (uv cache {state})",
+            rows["wh"],
+            rows["uv-tuned"],
+            "wh against uv given the same concurrency",
+        )
+        self.report.ratio(
+            f"{label}: bare uv with wh's setting / bare uv (uv cache {state})",
+            rows["uv-tuned"],
             rows["uv"],
+            "what the concurrency alone gives",
+        )
+        self.report.ratio(
+            f"{label}: uv by lock levels / one call, both with wh's setting (uv cache {state})",
+            rows["uv-levels"],
+            rows["uv-tuned"],
             "what the unbalanced order would cost",
         )
         self.report.ratio(
-            f"{label}: uv by wh's batches / bare uv in one call (uv cache {state})",
+            f"{label}: uv by wh's batches / one call, both with wh's setting (uv cache {state})",
             rows["uv-batches"],
-            rows["uv"],
+            rows["uv-tuned"],
             "what the balanced order costs",
         )
         self.report.ratio(
@@ -774,6 +807,13 @@ def lock_levels(lockfile: Path) -> list[list[Path]]:
     }
     order = data["tool"]["wh"]["install-order"]
     return [[where[n] for n in level if n in where] for level in order]
+
+
+def wh_uv_installs() -> int:
+    """UV_CONCURRENT_INSTALLS as wh sets it for its uv (what the tuned rows run with)."""
+    from installer.backend import concurrent_installs
+
+    return concurrent_installs(os.environ)
 
 
 def drop_page_cache() -> None:
