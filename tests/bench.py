@@ -576,10 +576,8 @@ class Bench:
             order = lock_levels(lockfile) if who == "uv-levels" else self.batches(lockfile)
             parts = [run([*uv, *batch], env=tuned) for batch in order]
             done = Run(sum(r.wall for r in parts), max(r.rss_mb for r in parts), 0, "")
-        elif who == "uv-tuned":
-            done = run([*uv, *files], env=tuned)
-        else:
-            done = run([*uv, *files], env=uv_env)
+        else:  # one call with every wheel: uv's defaults, or wh's setting
+            done = run([*uv, *files], env=tuned if who == "uv-tuned" else uv_env)
         shutil.rmtree(venv.parent.parent)  # a GPU stack is ~11 GB installed
         return done
 
