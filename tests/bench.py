@@ -12,7 +12,7 @@ ratio compares like with like on the same machine, page cache and moment.
 Make a real GPU wheelhouse, with the network (about 5 GB for the sglang stack):
 
     pip download --isolated --only-binary=:all: -d ~/sglang-wheels sglang==0.5.10
-    python -m tests.bench --real ~/sglang-wheels --real-roots sglang \
+    python -m tests.bench --real ~/sglang-wheels --real-roots sglang \\
         --allow-overwrite flashinfer-python
 
 Inputs:
@@ -23,10 +23,11 @@ Inputs:
   default: a 500-deep chain, markers, extras, and conflicts that force backtracking).
 * real: ``--real DIR`` with ``--real-roots``.
 
-Page cache: the benchmark reads every input file once before timing, so all rows are
-measured with a warm page cache (the residency ``fincore`` reports is printed). A cold
-page cache is not measured: dropping caches needs root and disturbs everything else on the
-machine, so it cannot be done reliably here.
+Page cache: the benchmark reads every input file once before timing, so the lock rows are
+measured with a warm page cache (the residency ``fincore`` reports is printed). With
+``--drop-caches`` (root, Linux) every install run starts from an emptied page cache
+instead, so each reads its wheels and uv cache from disk; without it, which files
+happened to stay resident decides single install runs.
 
 Peak memory is ``ru_maxrss`` of each subprocess tree from ``os.wait4``.
 """
