@@ -53,7 +53,7 @@ def concurrent_installs(environ: Mapping[str, str]) -> int:
     raw = environ.get("WH_UV_CONCURRENT_INSTALLS", "").strip()
     if not raw:
         return 2 * usable_cores()
-    if not raw.isdigit() or int(raw) < 1:
+    if not raw.isdecimal() or int(raw) < 1:  # isdigit() takes "²", which int() refuses
         raise InstallError(
             f"WH_UV_CONCURRENT_INSTALLS={raw!r} is not a positive whole number",
             hint="set it to how many wheels uv may write at once (e.g. 8), or unset it",

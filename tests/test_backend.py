@@ -19,7 +19,7 @@ def test_twice_the_usable_cores_unless_told() -> None:
     assert concurrent_installs({"WH_UV_CONCURRENT_INSTALLS": " 7 "}) == 7
 
 
-@pytest.mark.parametrize("bad", ["0", "-2", "four", "1.5"])
+@pytest.mark.parametrize("bad", ["0", "-2", "four", "1.5", "²"])
 def test_a_bad_setting_is_refused_by_name(bad: str) -> None:
     with pytest.raises(InstallError) as err:
         concurrent_installs({"WH_UV_CONCURRENT_INSTALLS": bad})
