@@ -99,6 +99,12 @@ class UvBackend:
         cmd = self.command(python, wheels, link_mode=link_mode, reinstall=reinstall)
         _run(cmd, "uv", self.environment())
 
+    def stage(self, python: Path, wheels: Sequence[Path], prefix: Path, *, link_mode: str) -> None:
+        """Install ``wheels`` for ``python`` under ``prefix`` (its scheme, that root) in one
+        call: scripts name ``python``, files land where they would in a venv at ``prefix``."""
+        cmd = self.command(python, [], link_mode=link_mode, reinstall=False)
+        _run([*cmd, "--prefix", str(prefix), *map(str, wheels)], "uv", self.environment())
+
 
 class PipBackend:
     name = "pip"

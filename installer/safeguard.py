@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
+
+from packaging.utils import NormalizedName
 
 from installer import envlock, journal, verified
 from installer.environment import Environment, probe
-from installer.layout import Schemes, WheelLayout, layout
+from installer.layout import Schemes, WheelLayout, key, layout
 from installer.overwrite import clashes, refuse_clashes
 from installer.plan import Plan
+from installer.staging import stage_root
 from installer.validate import check_wheels, installed_problems
 
 
@@ -39,15 +43,27 @@ def preflight(
 
 
 def verify_installed(
-    env: Environment, layouts: Sequence[WheelLayout], digests: Mapping[Path, str] | None = None
+    env: Environment,
+    layouts: Sequence[WheelLayout],
+    digests: Mapping[Path, str] | None = None,
+    superseded: Mapping[NormalizedName, frozenset[str]] | None = None,
 ) -> None:
     """The files just installed match their wheels' RECORD (raise inside the transaction).
 
-    Wheels whose digest passed this check before are skipped."""
+    Wheels whose digest passed this check before are skipped, and so are the files of
+    ``superseded`` (a later wheel of the plan overwrote them, as allowed); a wheel checked
+    without some of its files is not remembered as passed."""
     digests = digests or {}
+    superseded = superseded or {}
     todo = [lay for lay in layouts if not verified.known("contents", digests.get(lay.wheel, ""))]
-    installed_problems(todo, Schemes.of(env).scripts)
-    for lay in todo:
+    whole = [lay for lay in todo if lay.name not in superseded]
+    part = [
+        replace(lay, files=tuple(t for t in lay.files if key(t.text) not in superseded[lay.name]))
+        for lay in todo
+        if lay.name in superseded
+    ]
+    installed_problems(whole + part, Schemes.of(env).scripts)
+    for lay in whole:
         verified.remember("contents", digests.get(lay.wheel, ""))
 
 
@@ -57,14 +73,22 @@ class Checker:
     block any other way waits for the thread (the rollback must not pull files from under
     it) and drops its findings."""
 
-    def __init__(self, env: Environment, digests: Mapping[Path, str] | None = None) -> None:
+    def __init__(
+        self,
+        env: Environment,
+        digests: Mapping[Path, str] | None = None,
+        superseded: Mapping[NormalizedName, frozenset[str]] | None = None,
+    ) -> None:
         self.env = env
         self.digests = digests
+        self.superseded = superseded
         self.pool = ThreadPoolExecutor(max_workers=1)
         self.pending: list[Future[None]] = []
 
     def submit(self, layouts: Sequence[WheelLayout]) -> None:
-        self.pending.append(self.pool.submit(verify_installed, self.env, layouts, self.digests))
+        self.pending.append(
+            self.pool.submit(verify_installed, self.env, layouts, self.digests, self.superseded)
+        )
 
     def wait(self) -> None:
         pending, self.pending = self.pending, []
@@ -91,7 +115,12 @@ def all_or_nothing(
     what = ", ".join(f"{a.package.name} {a.package.version}" for a in plan.changes)
     uv_lock = env.prefix / ".lock"  # uv creates it on its first install into a venv
     with journal.transaction(
-        Schemes.of(env), env.prefix, layouts, replaced, what, extra_roots=[uv_lock]
+        Schemes.of(env),
+        env.prefix,
+        layouts,
+        replaced,
+        what,
+        extra_roots=[uv_lock, stage_root(env.prefix)],
     ) as txn:
         yield txn
 

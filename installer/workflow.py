@@ -338,7 +338,7 @@ def _install_locked(
     backend_name: str | None,
     link_mode: str | None,
 ) -> InstallResult:
-    from installer import journal, safeguard, schedule
+    from installer import safeguard, schedule, staging
     from installer.backend import choose
     from installer.plan import balanced, make_plan
 
@@ -376,22 +376,13 @@ def _install_locked(
     if dry_run:
         return InstallResult(plan, env, [], True, lock, backend.name)
     # reliability: all-or-nothing; any failure below (verification included) rolls back
-    with safeguard.all_or_nothing(env, plan, layouts), safeguard.Checker(env, digests) as check:
-        for i, batch in enumerate(plan.batches, 1):
-            hooks.status(
-                f"installing batch {i}/{len(plan.batches)}: "
-                + ", ".join(f"{a.package.name} {a.package.version}" for a in batch)
-            )
-            wheels = [a.package.wheel for a in batch]
-            backend.install(
-                env.python,
-                wheels,
-                link_mode=mode,
-                reinstall=any(a.kind == "reinstall" for a in batch),
-            )
-            # speed: the batch's files are hashed while the backend writes the next one
-            check.submit([by_wheel[w] for w in wheels])
-            journal.fault_point(i)
+    # an allowed overwrite's earlier copy is not checked against its own wheel's RECORD
+    over = staging.superseded(by_wheel[a.package.wheel] for a in plan.changes)
+    with (
+        safeguard.all_or_nothing(env, plan, layouts),
+        safeguard.Checker(env, digests, over) as check,
+    ):
+        staging.write_plan(plan, env, backend, mode, by_wheel, check, hooks.status)
         check.wait()
         findings = verify_env(lock, python, before=env)
         raise_on_failures(findings)

@@ -94,17 +94,30 @@ def test_failure_at_batch_3_of_5_rolls_back(scene: Scene) -> None:
     scene.assert_unchanged()
 
 
-def test_a_real_backend_failure_rolls_back(scene: Scene) -> None:
-    """uv itself fails at p3: a folder sits where p3 2.0 wants to write a file."""
+@pytest.mark.parametrize(
+    ("backend", "failure", "step"),
+    [
+        # uv wrote every wheel into the staging folder; moving p3's file into place fails
+        ("uv", "could not move", "moving into place batch 3/5"),
+        ("pip", "pip install failed", "installing batch 3/5"),
+    ],
+)
+def test_a_real_write_failure_at_batch_3_rolls_back(
+    scene: Scene, backend: str, failure: str, step: str
+) -> None:
+    """A folder sits where p3 2.0 wants to write a file: batches 1 and 2 were in place."""
     sp = site_packages(scene.venv)
     (sp / "p3" / "new_3.py").mkdir()
     (sp / "p3" / "new_3.py" / "keep.txt").write_text("x")
     scene.before = snapshot(scene.venv)
-    done = scene.install_new()
+    done = scene.install_new("--backend", backend)
     assert done.returncode == 7, done.stderr
-    assert "uv install failed" in done.stderr
-    assert "installing batch 3/5" in done.stderr  # levels 1 and 2 had been installed
+    assert failure in done.stderr
+    assert step in done.stderr
+    if backend == "uv":
+        assert f"{sp / 'p3' / 'new_3.py'} into place" in done.stderr
     scene.assert_unchanged()
+    assert not (scene.venv / ".wh-stage").exists()
 
 
 def test_verification_failure_rolls_back(scene: Scene) -> None:
@@ -162,6 +175,31 @@ def test_ctrl_c_mid_install_rolls_back(scene: Scene) -> None:
     assert proc.wait(30) != 0
     scene.assert_unchanged()
     assert "Aborted" in log.read_text()
+
+
+def test_staged_batches_appear_in_dependency_order(scene: Scene) -> None:
+    """uv wrote all five wheels in one call beside the venv; after batch 2 only p1 and p2
+    2.0 are in place, p3..p5 wait in the staging folder, and a kill rolls it all back."""
+    proc, log = _start(scene, "2:sleep:60")
+    sp = site_packages(scene.venv)
+    stage = scene.venv / ".wh-stage" / "0"
+    assert "writing 5 wheels into" in log.read_text()
+    assert "with 1 uv call(s) at once" in log.read_text()
+    for k in (1, 2):
+        assert (sp / f"p{k}-2.0.dist-info" / "RECORD").is_file()
+        assert (sp / f"p{k}" / f"new_{k}.py").is_file()
+        assert (scene.venv / "bin" / f"p{k}-cli").is_file()
+    for k in (3, 4, 5):
+        assert not (sp / f"p{k}-2.0.dist-info").exists()
+        assert not (sp / f"p{k}" / f"new_{k}.py").exists()
+        assert not (scene.venv / "bin" / f"p{k}-cli").exists()
+        assert next(stage.rglob(f"p{k}-2.0.dist-info/RECORD")).is_file()
+    proc.kill()
+    proc.wait(10)
+    done = wh("recover", "--python", scene.venv, cwd=scene.root)
+    assert done.returncode == 0, done.stderr
+    scene.assert_unchanged()
+    assert not (scene.venv / ".wh-stage").exists()
 
 
 def test_wh_recover_command(scene: Scene) -> None:

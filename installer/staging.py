@@ -1,0 +1,255 @@
+"""Staged install: the backend writes every wheel in one call into a folder beside the
+environment, then each wheel's files are moved into place, batch by batch.
+
+Why: uv copies one wheel per thread, and the stack's biggest wheels form a dependency
+chain (nvidia-cublas -> nvidia-cudnn -> torch). One backend call per batch copies that
+chain one wheel after another; one call for everything copies it side by side. Moving a
+file within a filesystem is a rename, so the dependency order (a package appears in the
+environment only after its dependencies) costs almost nothing when kept at move time.
+
+A folder that only one staged wheel writes to (``torch/``, every ``*.dist-info``) moves
+with one rename when the environment lacks it; shared folders (``nvidia/``) and scripts
+move file by file. Each wheel's ``.dist-info`` moves last, so a distribution is never
+visible before its files. The staging folder lies inside the environment's prefix, so
+the journal watches it and a rollback removes it like any other new file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.utils import NormalizedName
+
+from installer import journal
+from installer.errors import InstallError
+from installer.layout import Schemes, WheelLayout, inside, key, real
+
+if TYPE_CHECKING:
+    from installer.backend import Backend
+    from installer.environment import Environment
+    from installer.plan import Plan
+    from installer.safeguard import Checker
+
+STAGE_DIR = ".wh-stage"
+
+
+def stage_root(prefix: Path) -> Path:
+    """The staging folder of the environment at ``prefix``."""
+    return real(prefix) / STAGE_DIR
+
+
+def can_stage(prefix: Path, schemes: Schemes) -> bool:
+    """A venv whose install folders all lie under its prefix: the backend's ``--prefix``
+    layout then mirrors the environment's, one relative path for one file."""
+    root = real(prefix)
+    if not (root / "pyvenv.cfg").is_file():
+        return False
+    return all(inside(p, root) for p in (schemes.purelib, schemes.platlib, schemes.scripts))
+
+
+def rounds(layouts: Iterable[WheelLayout]) -> list[list[WheelLayout]]:
+    """The plan's wheels (in install order) split into staging calls that may run at once.
+
+    Two wheels writing the same path with different content (or the same script) must not
+    share one call, which writes both copies in no set order: a wheel goes one round after
+    the latest round of an earlier wheel it overwrites, and is moved into place after it,
+    so the later wheel wins, as with one call per batch. Identical files (a namespace
+    package's ``__init__.py``) share a round."""
+    latest: dict[str, tuple[int, str, NormalizedName]] = {}
+    out: list[list[WheelLayout]] = []
+    for lay in layouts:
+        writes = [(key(t.text), t.hash) for t in lay.files]
+        writes += [(key(str(p)), "") for p in lay.scripts]
+        r = 0
+        for k, digest in writes:
+            prev = latest.get(k)
+            if prev is not None and prev[2] != lay.name and not (digest and digest == prev[1]):
+                r = max(r, prev[0] + 1)
+        for k, digest in writes:
+            latest[k] = (r, digest, lay.name)
+        while len(out) <= r:
+            out.append([])
+        out[r].append(lay)
+    return out
+
+
+def superseded(layouts: Iterable[WheelLayout]) -> dict[NormalizedName, frozenset[str]]:
+    """Per wheel (in install order), the paths (``key``) a later wheel of the plan writes
+    with other content: an allowed overwrite, so they no longer hold this wheel's bytes."""
+    last: dict[str, tuple[NormalizedName, str]] = {}
+    earlier: dict[NormalizedName, set[str]] = {}
+    for lay in layouts:
+        for t in lay.files:
+            k = key(t.text)
+            prev = last.get(k)
+            if prev is not None and prev[0] != lay.name and not (t.hash and t.hash == prev[1]):
+                earlier.setdefault(prev[0], set()).add(k)
+            last[k] = (lay.name, t.hash)
+    return {name: frozenset(keys) for name, keys in earlier.items()}
+
+
+class Mover:
+    """Moves staged wheels' files into the environment at ``prefix``; round ``i`` of
+    ``staged`` was written under ``root / str(i)``."""
+
+    def __init__(
+        self, root: Path, prefix: Path, schemes: Schemes, staged: Sequence[Sequence[WheelLayout]]
+    ) -> None:
+        self.root = root
+        self.prefix = real(prefix)
+        self.site_dirs = frozenset(schemes.site_dirs())
+        self.stage_of = {lay.name: root / str(i) for i, rnd in enumerate(staged) for lay in rnd}
+        # how many wheels of one round write under each top-level entry of a site folder
+        self.sharers: Counter[tuple[Path, Path, str]] = Counter()
+        for rnd in staged:
+            for lay in rnd:
+                stage = self.stage_of[lay.name]
+                self.sharers.update(
+                    {(stage, t.base, t.top) for t in lay.files if t.base in self.site_dirs}
+                )
+
+    def mirror(self, stage: Path, path: Path) -> Path:
+        """Where the backend staged (under ``stage``) the file that belongs at ``path``."""
+        return stage / Path(os.path.normpath(path)).relative_to(self.prefix)
+
+    def check_staged(self, layouts: Iterable[WheelLayout]) -> None:
+        """Every staged wheel's RECORD is where the mirror expects it."""
+        missing = []
+        for lay in layouts:
+            stage = self.stage_of[lay.name]
+            record = next((t for t in lay.files if t.rel.endswith(".dist-info/RECORD")), None)
+            if record is not None and not self.mirror(stage, record.path).is_file():
+                missing.append(f"{lay.wheel.name}: no {self.mirror(stage, record.path)}")
+        if missing:
+            raise InstallError(
+                f"the backend staged {len(missing)} wheel(s) where wh did not expect them; "
+                "the environment was not changed",
+                details=missing,
+                hint="report this with the output of `wh install -v`; install with "
+                "--backend pip meanwhile",
+            )
+
+    def move(self, lay: WheelLayout) -> None:
+        """Move one wheel's files into place, its ``.dist-info`` last."""
+        stage = self.stage_of[lay.name]
+        groups: dict[tuple[Path, str], list[Path]] = {}
+        loose: list[Path] = []
+        for t in lay.files:
+            if t.base in self.site_dirs:
+                groups.setdefault((t.base, t.top), []).append(t.path)
+            else:
+                loose.append(t.path)
+        loose.extend(lay.scripts)
+        last = [g for g in groups if g[1].endswith(".dist-info")]
+        for g in [g for g in groups if g not in last]:
+            self._move_group(stage, g, groups[g])
+        for p in loose:
+            _move_file(self.mirror(stage, p), p)
+        for g in last:
+            self._move_group(stage, g, groups[g])
+
+    def _move_group(self, stage: Path, where: tuple[Path, str], files: list[Path]) -> None:
+        dest = where[0] / where[1]
+        src = self.mirror(stage, dest)
+        if not os.path.lexists(src):
+            return
+        if self.sharers[(stage, where[0], where[1])] == 1 and not os.path.lexists(dest):
+            _move_file(src, dest)  # the whole folder (or top-level module) in one rename
+            return
+        for p in files:
+            _move_file(self.mirror(stage, p), p)
+
+    def finish(self) -> None:
+        """Refuse files the backend staged that no wheel's layout names, then remove the
+        staging folder."""
+        left = [
+            p
+            for p in sorted(self.root.rglob("*"))
+            if not p.is_dir() and not (p.parent.parent == self.root and p.name.startswith("."))
+        ]
+        if left:
+            raise InstallError(
+                f"the backend staged {len(left)} file(s) that no wheel's RECORD names",
+                details=[str(p.relative_to(self.root)) for p in left[:20]],
+                hint="report this; install with --backend pip meanwhile",
+            )
+        shutil.rmtree(self.root)
+
+
+def _move_file(src: Path, dest: Path) -> None:
+    if not os.path.lexists(src):
+        return  # a file the backend generates only sometimes (e.g. REQUESTED)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(src, dest)
+    except OSError as exc:
+        raise InstallError(
+            f"could not move {dest} into place: {exc.strerror or exc}",
+            details=[f"from {src}"],
+            hint="remove what is in the way at that path (a folder where a file belongs, a "
+            "file another program holds open), then retry",
+        ) from exc
+
+
+def write_plan(
+    plan: Plan,
+    env: Environment,
+    backend: Backend,
+    link_mode: str,
+    layouts: Mapping[Path, WheelLayout],
+    check: Checker,
+    status: Callable[[str], None],
+) -> None:
+    """Write the plan's wheels into ``env``, batch after batch (inside the transaction).
+
+    With uv and a venv, every wheel is written by one call into the staging folder and
+    each batch is then moved into place; else one backend call per batch."""
+    from installer.backend import UvBackend
+
+    schemes = Schemes.of(env)
+    order = [layouts[a.package.wheel] for a in plan.changes]
+    mover: Mover | None = None
+    if isinstance(backend, UvBackend) and len(plan.batches) > 1 and can_stage(env.prefix, schemes):
+        staged = rounds(order)
+        root = stage_root(env.prefix)
+        shutil.rmtree(root, ignore_errors=True)  # scratch a killed run may have left
+        status(f"writing {len(order)} wheels into {root} with {len(staged)} uv call(s) at once")
+        uv = backend
+
+        def one(i: int) -> None:
+            uv.stage(
+                env.python, [lay.wheel for lay in staged[i]], root / str(i), link_mode=link_mode
+            )
+
+        with ThreadPoolExecutor(max_workers=len(staged)) as pool:
+            for f in [pool.submit(one, i) for i in range(len(staged))]:
+                f.result()
+        mover = Mover(root, env.prefix, schemes, staged)
+        mover.check_staged(order)
+    verb = "moving into place" if mover else "installing"
+    for i, batch in enumerate(plan.batches, 1):
+        status(
+            f"{verb} batch {i}/{len(plan.batches)}: "
+            + ", ".join(f"{a.package.name} {a.package.version}" for a in batch)
+        )
+        if mover is not None:
+            for a in batch:
+                mover.move(layouts[a.package.wheel])
+        else:
+            backend.install(
+                env.python,
+                [a.package.wheel for a in batch],
+                link_mode=link_mode,
+                reinstall=any(a.kind == "reinstall" for a in batch),
+            )
+        # speed: the batch's files are hashed while the next batch is written
+        check.submit([layouts[a.package.wheel] for a in batch])
+        journal.fault_point(i)
+    if mover is not None:
+        mover.finish()

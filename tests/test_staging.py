@@ -1,0 +1,107 @@
+"""Staged install: one uv call (or one per overwrite round) writes every wheel beside the
+venv, then each batch is moved into place in dependency order."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from installer.layout import Schemes, Target, WheelLayout
+from installer.staging import can_stage, rounds
+from installer.wheelwriter import write_wheel
+from tests.envsnap import make_venv, site_packages, wh
+
+
+def _layout(name: str, *files: tuple[str, str], scripts: tuple[str, ...] = ()) -> WheelLayout:
+    base = Path("/env/lib/site-packages")
+    return WheelLayout(
+        name,  # type: ignore[arg-type]
+        Path(f"/wh/{name}-1.0-py3-none-any.whl"),
+        tuple(Target(base, rel, digest) for rel, digest in files),
+        tuple(Path("/env/bin") / s for s in scripts),
+    )
+
+
+def test_rounds_split_only_differing_writes_of_one_path() -> None:
+    a = _layout("a", ("ns/__init__.py", "sha256=same"), ("shared.py", "sha256=a"))
+    b = _layout("b", ("ns/__init__.py", "sha256=same"), ("b/x.py", "sha256=b"))
+    c = _layout("c", ("shared.py", "sha256=c"))
+    d = _layout("d", ("shared.py", "sha256=d"))
+    e = _layout("e", ("e.py", "sha256=e"), scripts=("tool",))
+    f = _layout("f", ("f.py", "sha256=f"), scripts=("tool",))
+    got = [[lay.name for lay in r] for r in rounds([a, b, c, d, e, f])]
+    # identical namespace files share a call; each overwrite of shared.py waits one more
+    # round than the last writer; two wheels generating one script never share a call
+    assert got == [["a", "b", "e"], ["c", "f"], ["d"]]
+
+
+def test_rounds_of_disjoint_wheels_are_one_call() -> None:
+    lays = [_layout(n, (f"{n}/__init__.py", f"sha256={n}")) for n in "xyz"]
+    assert [[lay.name for lay in r] for r in rounds(lays)] == [["x", "y", "z"]]
+
+
+def test_only_a_venv_with_every_folder_inside_its_prefix_is_staged(tmp_path: Path) -> None:
+    site = tmp_path / "lib" / "site-packages"
+    inner = Schemes(site, site, tmp_path / "bin", tmp_path, "3.11")
+    assert not can_stage(tmp_path, inner)  # no pyvenv.cfg: not a venv
+    (tmp_path / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert can_stage(tmp_path, inner)
+    outer = Schemes(site, site, tmp_path.parent / "elsewhere-bin", tmp_path, "3.11")
+    assert not can_stage(tmp_path, outer)
+
+
+def test_staged_install_places_shared_overwritten_and_generated_files(tmp_path: Path) -> None:
+    """A namespace folder two wheels share, a file the later wheel overwrites (allowed),
+    console scripts, a scripts-scheme file, headers and data: all where one call per batch
+    puts them, the later writer winning, and `wh verify` checks every file against RECORD."""
+    house = tmp_path / "house"
+    write_wheel(
+        house,
+        "alpha",
+        "1.0",
+        {
+            "ns/__init__.py": b"# namespace\n",
+            "ns/alpha/__init__.py": b"A = 1\n",
+            "shared_mod.py": b"WHO = 'alpha'\n",
+            "alpha-1.0.data/scripts/alpha-tool": b"#!python\nprint('alpha')\n",
+            "alpha-1.0.data/headers/alpha.h": b"int alpha;\n",
+            "alpha-1.0.data/data/share/alpha/notes.txt": b"alpha notes\n",
+        },
+    )
+    write_wheel(
+        house,
+        "beta",
+        "1.0",
+        {
+            "ns/__init__.py": b"# namespace\n",
+            "ns/beta/__init__.py": b"B = 2\n",
+            "shared_mod.py": b"WHO = 'beta'\n",
+        },
+        requires_dist=["alpha"],
+        extra_dist_info={"entry_points.txt": b"[console_scripts]\nbeta-cli = ns.beta:B\n"},
+    )
+    venv = make_venv(tmp_path / "venv")
+    done = wh(
+        "install", "-r", "beta", "--allow-overwrite", "beta", "--wheelhouse", house,
+        "--python", venv, "--lockfile", tmp_path / "l.toml", "--backend", "uv",
+        "--check-import", "ns.alpha", "--check-import", "ns.beta", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "with 2 uv call(s) at once" in done.stderr  # beta overwrites shared_mod.py
+    assert "moving into place batch 2/2: beta 1.0" in done.stderr
+    sp = site_packages(venv)
+    assert (sp / "shared_mod.py").read_text() == "WHO = 'beta'\n"
+    assert (sp / "ns" / "alpha" / "__init__.py").is_file()
+    assert (sp / "ns" / "beta" / "__init__.py").is_file()
+    assert (sp / "alpha-1.0.dist-info" / "RECORD").is_file()
+    assert (sp / "beta-1.0.dist-info" / "RECORD").is_file()
+    cli = venv / "bin" / "beta-cli"
+    assert cli.read_text().splitlines()[0] == f"#!{venv / 'bin' / 'python'}"
+    assert (venv / "bin" / "alpha-tool").is_file()
+    py = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    assert (venv / "include" / "site" / py / "alpha" / "alpha.h").read_text() == "int alpha;\n"
+    assert (venv / "share" / "alpha" / "notes.txt").read_text() == "alpha notes\n"
+    assert not (venv / ".wh-stage").exists()
+    assert not (venv / ".wh-journal").exists()
+    again = wh("verify", "--lockfile", tmp_path / "l.toml", "--python", venv, cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
