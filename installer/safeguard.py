@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -12,6 +12,7 @@ from packaging.utils import NormalizedName
 
 from installer import envlock, journal, verified
 from installer.environment import Environment, probe
+from installer.errors import WhError
 from installer.layout import Schemes, WheelLayout, key, layout
 from installer.overwrite import clashes, refuse_clashes
 from installer.plan import Plan
@@ -37,7 +38,9 @@ def preflight(
     for w in todo:
         verified.remember("structure", digests.get(w, ""))
     schemes = Schemes.of(env)
-    layouts = [layout(w, schemes) for w in wheels]
+    # speed: on a cold page cache each wheel's directory and RECORD is a disk read
+    with ThreadPoolExecutor(max_workers=min(8, len(wheels)) or 1) as pool:
+        layouts = list(pool.map(lambda w: layout(w, schemes), wheels))
     refuse_clashes(clashes(layouts, env.dists, allow_overwrite=allow_overwrite))
     return layouts
 
@@ -90,6 +93,29 @@ class Checker:
             self.pool.submit(verify_installed, self.env, layouts, self.digests, self.superseded)
         )
 
+    def submit_staged(self, lay: WheelLayout, moved: Callable[[Path], Path]) -> Future[bool]:
+        """Check ``lay``'s files where the backend staged them (``moved`` maps a final path
+        to its staged one) before they are moved into place: True when every file matched.
+
+        A rename keeps a file's bytes, so a wheel that passed here needs no check once
+        moved; one that did not (the backend was still writing it) is checked again in
+        place, which decides. The caller waits for these checks before moving anything."""
+        return self.pool.submit(self._staged, lay, moved)
+
+    def _staged(self, lay: WheelLayout, moved: Callable[[Path], Path]) -> bool:
+        digest = (self.digests or {}).get(lay.wheel, "")
+        if verified.known("contents", digest):
+            return True
+        skip = (self.superseded or {}).get(lay.name, frozenset())
+        files = tuple(replace(t, base=moved(t.base)) for t in lay.files if key(t.text) not in skip)
+        try:
+            installed_problems([replace(lay, files=files)], moved(Schemes.of(self.env).scripts))
+        except (WhError, OSError):  # decided by the check in place
+            return False
+        if not skip:
+            verified.remember("contents", digest)
+        return True
+
     def wait(self) -> None:
         pending, self.pending = self.pending, []
         for f in pending:
@@ -99,7 +125,8 @@ class Checker:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.pool.shutdown(wait=True)
+        # after wait() nothing is queued; on failure, checks not started are dropped
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 @contextmanager

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +33,7 @@ from installer.errors import InstallError
 from installer.layout import Schemes, WheelLayout, inside, key, real
 
 if TYPE_CHECKING:
-    from installer.backend import Backend
+    from installer.backend import Backend, UvBackend
     from installer.environment import Environment
     from installer.plan import Plan
     from installer.safeguard import Checker
@@ -118,14 +120,20 @@ class Mover:
         """Where the backend staged (under ``stage``) the file that belongs at ``path``."""
         return stage / Path(os.path.normpath(path)).relative_to(self.prefix)
 
+    def record(self, lay: WheelLayout) -> Path | None:
+        """Where the backend stages ``lay``'s RECORD (the file it writes last)."""
+        for t in reversed(lay.files):
+            if t.rel.endswith(".dist-info/RECORD"):
+                return self.mirror(self.stage_of[lay.name], t.path)
+        return None
+
     def check_staged(self, layouts: Iterable[WheelLayout]) -> None:
         """Every staged wheel's RECORD is where the mirror expects it."""
         missing = []
         for lay in layouts:
-            stage = self.stage_of[lay.name]
-            record = next((t for t in lay.files if t.rel.endswith(".dist-info/RECORD")), None)
-            if record is not None and not self.mirror(stage, record.path).is_file():
-                missing.append(f"{lay.wheel.name}: no {self.mirror(stage, record.path)}")
+            record = self.record(lay)
+            if record is not None and not record.is_file():
+                missing.append(f"{lay.wheel.name}: no {record}")
         if missing:
             raise InstallError(
                 f"the backend staged {len(missing)} wheel(s) where wh did not expect them; "
@@ -182,6 +190,52 @@ class Mover:
         shutil.rmtree(self.root)
 
 
+def _stage(
+    uv: UvBackend,
+    python: Path,
+    staged: Sequence[Sequence[WheelLayout]],
+    mover: Mover,
+    link_mode: str,
+    check: Checker,
+) -> set[NormalizedName]:
+    """Run one uv call per round at once; meanwhile check each wheel whose RECORD (written
+    last) appeared. Returns the wheels that passed there."""
+    root = mover.root
+    early: dict[NormalizedName, Future[bool]] = {}
+
+    def one(i: int) -> None:
+        uv.stage(python, [lay.wheel for lay in staged[i]], root / str(i), link_mode=link_mode)
+
+    def poll() -> None:
+        for rnd in staged:
+            for lay in rnd:
+                record = mover.record(lay)
+                if lay.name not in early and record is not None and record.is_file():
+                    stage = mover.stage_of[lay.name]
+                    early[lay.name] = check.submit_staged(lay, partial(mover.mirror, stage))
+
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.5):
+            poll()
+
+    # the first (largest) call runs on this thread, so Ctrl-C stops it at once
+    with ThreadPoolExecutor(max_workers=len(staged)) as pool:
+        watcher = pool.submit(watch)
+        others = [pool.submit(one, i) for i in range(1, len(staged))]
+        try:
+            one(0)
+            for call in others:
+                call.result()
+        finally:
+            stop.set()
+        watcher.result()
+    for f in early.values():
+        f.cancel()  # not started: checked in place after the move instead
+    return {n for n, f in early.items() if not f.cancelled() and f.result()}
+
+
 def _move_file(src: Path, dest: Path) -> None:
     if not os.path.lexists(src):
         return  # a file the backend generates only sometimes (e.g. REQUESTED)
@@ -215,22 +269,14 @@ def write_plan(
     schemes = Schemes.of(env)
     order = [layouts[a.package.wheel] for a in plan.changes]
     mover: Mover | None = None
+    passed: set[NormalizedName] = set()  # checked where staged, before the move
     if isinstance(backend, UvBackend) and len(plan.batches) > 1 and can_stage(env.prefix, schemes):
         staged = rounds(order)
         root = stage_root(env.prefix)
         shutil.rmtree(root, ignore_errors=True)  # scratch a killed run may have left
         status(f"writing {len(order)} wheels into {root} with {len(staged)} uv call(s) at once")
-        uv = backend
-
-        def one(i: int) -> None:
-            uv.stage(
-                env.python, [lay.wheel for lay in staged[i]], root / str(i), link_mode=link_mode
-            )
-
-        with ThreadPoolExecutor(max_workers=len(staged)) as pool:
-            for f in [pool.submit(one, i) for i in range(len(staged))]:
-                f.result()
         mover = Mover(root, env.prefix, schemes, staged)
+        passed = _stage(backend, env.python, staged, mover, link_mode, check)
         mover.check_staged(order)
     verb = "moving into place" if mover else "installing"
     for i, batch in enumerate(plan.batches, 1):
@@ -249,7 +295,7 @@ def write_plan(
                 reinstall=any(a.kind == "reinstall" for a in batch),
             )
         # speed: the batch's files are hashed while the next batch is written
-        check.submit([layouts[a.package.wheel] for a in batch])
+        check.submit([layouts[a.package.wheel] for a in batch if a.package.name not in passed])
         journal.fault_point(i)
     if mover is not None:
         mover.finish()

@@ -105,3 +105,46 @@ def test_staged_install_places_shared_overwritten_and_generated_files(tmp_path: 
     assert not (venv / ".wh-journal").exists()
     again = wh("verify", "--lockfile", tmp_path / "l.toml", "--python", venv, cwd=tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_a_staged_check_passes_sound_files_and_only_reports_the_rest(tmp_path: Path) -> None:
+    """``Checker.submit_staged`` answers True/False and never raises: a False wheel is
+    checked again once moved, and that check decides."""
+    from installer import safeguard
+    from installer.environment import probe
+    from installer.layout import layout
+    from tests.factory import make_wheel
+    from tests.fixtures import make_venv as venv_with
+
+    wheel = make_wheel(tmp_path / "w", "tool", "1.0", files={"tool/__init__.py": b"V = 1\n"})
+    python = venv_with(tmp_path / "venv", [wheel])
+    env = probe(python)
+    lay = layout(wheel, Schemes.of(env))
+    with safeguard.Checker(env) as check:
+        assert check.submit_staged(lay, lambda p: p).result() is True
+        (env.purelib / "tool" / "__init__.py").write_bytes(b"V = 2\n")
+        assert check.submit_staged(lay, lambda p: p).result() is False
+        elsewhere = tmp_path / "nowhere"
+        assert check.submit_staged(lay, lambda p: elsewhere / p.name).result() is False
+
+
+def test_a_lying_record_in_a_staged_install_is_refused_and_rolled_back(tmp_path: Path) -> None:
+    """evil's RECORD names other bytes for evil/__init__.py (same size): the check where it
+    was staged fails, the check in place decides, and the venv is as it was."""
+    from tests.envsnap import diff, snapshot
+    from tests.factory import make_wheel
+    from tests.hostile import record_hash_mismatch
+
+    house = tmp_path / "house"
+    record_hash_mismatch(house)
+    make_wheel(house, "app", "1.0", requires=["evil"])
+    venv = make_venv(tmp_path / "venv")
+    before = snapshot(venv)
+    done = wh(
+        "install", "-r", "app", "--wheelhouse", house, "--python", venv,
+        "--lockfile", tmp_path / "l.toml", "--backend", "uv", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "with 1 uv call(s) at once" in done.stderr
+    assert "evil-1.0-py3-none-any.whl: RECORD hash mismatch for 'evil/__init__.py'" in done.stderr
+    assert diff(before, snapshot(venv)) == []
