@@ -59,15 +59,20 @@ def verify_installed(
     digests = digests or {}
     superseded = superseded or {}
     todo = [lay for lay in layouts if not verified.known("contents", digests.get(lay.wheel, ""))]
-    whole = [lay for lay in todo if lay.name not in superseded]
-    part = [
-        replace(lay, files=tuple(t for t in lay.files if key(t.text) not in superseded[lay.name]))
-        for lay in todo
-        if lay.name in superseded
-    ]
-    installed_problems(whole + part, Schemes.of(env).scripts)
-    for lay in whole:
-        verified.remember("contents", digests.get(lay.wheel, ""))
+    installed_problems([_own_files(lay, superseded) for lay in todo], Schemes.of(env).scripts)
+    for lay in todo:
+        if lay.name not in superseded:
+            verified.remember("contents", digests.get(lay.wheel, ""))
+
+
+def _own_files(
+    lay: WheelLayout, superseded: Mapping[NormalizedName, frozenset[str]]
+) -> WheelLayout:
+    """``lay`` without the files a later wheel of the plan overwrote (``superseded``)."""
+    skip = superseded.get(lay.name)
+    if not skip:
+        return lay
+    return replace(lay, files=tuple(t for t in lay.files if key(t.text) not in skip))
 
 
 class Checker:
@@ -106,13 +111,14 @@ class Checker:
         digest = (self.digests or {}).get(lay.wheel, "")
         if verified.known("contents", digest):
             return True
-        skip = (self.superseded or {}).get(lay.name, frozenset())
-        files = tuple(replace(t, base=moved(t.base)) for t in lay.files if key(t.text) not in skip)
+        superseded = self.superseded or {}
+        own = _own_files(lay, superseded)
+        files = tuple(replace(t, base=moved(t.base)) for t in own.files)
         try:
-            installed_problems([replace(lay, files=files)], moved(Schemes.of(self.env).scripts))
+            installed_problems([replace(own, files=files)], moved(Schemes.of(self.env).scripts))
         except (WhError, OSError):  # decided by the check in place
             return False
-        if not skip:
+        if lay.name not in superseded:
             verified.remember("contents", digest)
         return True
 
