@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from installer import proc
+from installer.cores import usable_cores
 from installer.errors import InstallError, ProcessError
 
 
@@ -20,14 +21,6 @@ class Backend(Protocol):
     def install(
         self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
     ) -> None: ...
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity where the OS tells it)."""
-    affinity = getattr(os, "sched_getaffinity", None)  # not on Windows or macOS
-    if affinity is not None:
-        return max(1, len(affinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 def uv_binary() -> Path | None:

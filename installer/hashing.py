@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
+
+from installer.cores import usable_cores
 
 T = TypeVar("T")
 
@@ -36,7 +37,7 @@ def parallel_map(
     todo = list(paths)
     if not todo:
         return {}
-    workers = min(len(todo), (os.cpu_count() or 2) * 2)
+    workers = min(len(todo), usable_cores())
     out: dict[Path, T] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for path, value in zip(todo, pool.map(fn, todo), strict=True):

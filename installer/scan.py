@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from installer.cores import usable_cores
 from installer.errors import WheelhouseError
 from installer.hashing import parallel_map, sha256_file
 from installer.stamps import cache_file, stat_key, write_json
@@ -217,7 +218,7 @@ class Prehash:
         if not paths:
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=(os.cpu_count() or 2) * 2)
+            self._pool = ThreadPoolExecutor(max_workers=usable_cores())
         for path in paths:
             self.started[path] = self._pool.submit(_stat_and_hash, path)
 

@@ -121,11 +121,22 @@ class Mover:
         return stage / Path(os.path.normpath(path)).relative_to(self.prefix)
 
     def record(self, lay: WheelLayout) -> Path | None:
-        """Where the backend stages ``lay``'s RECORD (the file it writes last)."""
+        """Where the backend stages ``lay``'s RECORD."""
         for t in reversed(lay.files):
             if t.rel.endswith(".dist-info/RECORD"):
                 return self.mirror(self.stage_of[lay.name], t.path)
         return None
+
+    def written(self, lay: WheelLayout) -> Path | None:
+        """The staged file whose appearance says uv has written every file of ``lay``: its
+        ``INSTALLER``, which uv writes after the wheel's files, scripts and ``.data`` and just
+        before it rewrites RECORD. (RECORD itself says nothing: uv copies the wheel's own
+        RECORD along with the other files, in no set order.) None for a wheel that ships
+        its own INSTALLER: it is checked in place, after the move."""
+        marks = [t for t in lay.files if t.rel.endswith(".dist-info/INSTALLER")]
+        if len(marks) != 1 or marks[0].arcname:
+            return None
+        return self.mirror(self.stage_of[lay.name], marks[0].path)
 
     def check_staged(self, layouts: Iterable[WheelLayout]) -> None:
         """Every staged wheel's RECORD is where the mirror expects it."""
@@ -198,8 +209,8 @@ def _stage(
     link_mode: str,
     check: Checker,
 ) -> set[NormalizedName]:
-    """Run one uv call per round at once; meanwhile check each wheel whose RECORD (written
-    last) appeared. Returns the wheels that passed there."""
+    """Run one uv call per round at once; meanwhile check each wheel as soon as uv has
+    written all of it (``Mover.written``). Returns the wheels that passed there."""
     root = mover.root
     early: dict[NormalizedName, Future[bool]] = {}
 
@@ -209,8 +220,8 @@ def _stage(
     def poll() -> None:
         for rnd in staged:
             for lay in rnd:
-                record = mover.record(lay)
-                if lay.name not in early and record is not None and record.is_file():
+                done = mover.written(lay)
+                if lay.name not in early and done is not None and done.is_file():
                     stage = mover.stage_of[lay.name]
                     early[lay.name] = check.submit_staged(lay, partial(mover.mirror, stage))
 

@@ -24,7 +24,6 @@ import base64
 import csv
 import hashlib
 import io
-import os
 import re
 import stat
 import zipfile
@@ -42,6 +41,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from installer.cores import usable_cores
 from installer.errors import WheelhouseError
 from installer.layout import WheelLayout
 from installer.wheelfile import Wheel
@@ -329,7 +329,7 @@ def installed_problems(layouts: Sequence[WheelLayout], scripts: Path) -> None:
             weight = 0
         batches[-1].append(job)
         weight += int(job.size) if job.size.isdigit() else 0
-    workers = min(len(batches), (os.cpu_count() or 2) * 2)
+    workers = min(len(batches), usable_cores())
     with ThreadPoolExecutor(max_workers=workers or 1) as pool:
         found = [why for batch in pool.map(_check_batch, batches) for why in batch]
     bad: dict[str, list[str]] = {}

@@ -609,7 +609,7 @@ class Bench:
     def modelled(self, lockfile: Path, files: list[Path]) -> str:
         """installer.schedule's cost of the lock's levels and of wh's batches, as multiples
         of one call with every wheel (what the measured rows are to be compared with)."""
-        from installer.backend import usable_cores
+        from installer.cores import usable_cores
         from installer.schedule import batch_cost, total_cost, weight
 
         threads = usable_cores()  # what wh's uv backend balances for

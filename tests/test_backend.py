@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from installer.backend import UvBackend, concurrent_installs, usable_cores
+from installer.backend import UvBackend, concurrent_installs
+from installer.cores import usable_cores
 from installer.errors import InstallError
 from tests.factory import make_wheel
 from tests.fixtures import run_wh, site_snapshot

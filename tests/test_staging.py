@@ -148,3 +148,38 @@ def test_a_lying_record_in_a_staged_install_is_refused_and_rolled_back(tmp_path:
     assert "with 1 uv call(s) at once" in done.stderr
     assert "evil-1.0-py3-none-any.whl: RECORD hash mismatch for 'evil/__init__.py'" in done.stderr
     assert diff(before, snapshot(venv)) == []
+
+
+def test_uv_marks_a_staged_wheel_written_with_its_installer_file(tmp_path: Path) -> None:
+    """The early check waits for the file ``Mover.written`` names. Real uv writes it (its
+    INSTALLER, after every file of the wheel); a wheel that ships its own INSTALLER has
+    no such mark and is left to the check in place."""
+    from installer.backend import UvBackend, choose
+    from installer.environment import probe, venv_python
+    from installer.layout import layout
+    from installer.staging import Mover
+    from tests.factory import make_wheel
+
+    plain = make_wheel(tmp_path / "w", "plain", "1.0", files={"plain/__init__.py": b"P = 1\n"})
+    own = make_wheel(
+        tmp_path / "w",
+        "own",
+        "1.0",
+        files={"own/__init__.py": b"O = 1\n", "own-1.0.dist-info/INSTALLER": b"someone\n"},
+    )
+    python = venv_python(make_venv(tmp_path / "venv"))
+    env = probe(python)
+    schemes = Schemes.of(env)
+    lays = [layout(plain, schemes), layout(own, schemes)]
+    root = tmp_path / "venv" / ".wh-stage"
+    mover = Mover(root, env.prefix, schemes, [lays])
+    mark = mover.written(lays[0])
+    assert mark is not None and mark.is_relative_to(root / "0")
+    assert mark.name == "INSTALLER" and mark.parent.name == "plain-1.0.dist-info"
+    assert mover.written(lays[1]) is None
+    assert not mark.exists()
+    uv = choose("uv")
+    assert isinstance(uv, UvBackend)
+    uv.stage(python, [plain, own], root / "0", link_mode="copy")
+    assert mark.read_text().strip() == "uv"
+    assert (mark.parent.parent / "plain" / "__init__.py").read_bytes() == b"P = 1\n"
