@@ -13,7 +13,7 @@ from packaging.utils import NormalizedName
 from installer import envlock, journal, verified
 from installer.environment import Environment, probe
 from installer.errors import WhError
-from installer.layout import Schemes, WheelLayout, key, layout
+from installer.layout import Schemes, Target, WheelLayout, key, layout
 from installer.overwrite import clashes, refuse_clashes
 from installer.plan import Plan
 from installer.staging import stage_root
@@ -98,29 +98,47 @@ class Checker:
             self.pool.submit(verify_installed, self.env, layouts, self.digests, self.superseded)
         )
 
-    def submit_staged(self, lay: WheelLayout, moved: Callable[[Path], Path]) -> Future[bool]:
-        """Check ``lay``'s files where the backend staged them (``moved`` maps a final path
-        to its staged one) before they are moved into place: True when every file matched.
+    def submit_staged(
+        self,
+        lay: WheelLayout,
+        moved: Callable[[Path], Path],
+        files: Sequence[Target] | None = None,
+    ) -> Future[bool]:
+        """Check ``files`` of ``lay`` (default: every file it owns) where the backend staged
+        them (``moved`` maps a final path to its staged one), before they are moved into
+        place: True when every one matched. ``staged_pass`` remembers a wheel whose every
+        part passed.
 
         A rename keeps a file's bytes, so a wheel that passed here needs no check once
         moved; one that did not (the backend was still writing it) is checked again in
         place, which decides. The caller waits for these checks before moving anything."""
-        return self.pool.submit(self._staged, lay, moved)
+        return self.pool.submit(self._staged, lay, moved, files)
 
-    def _staged(self, lay: WheelLayout, moved: Callable[[Path], Path]) -> bool:
-        digest = (self.digests or {}).get(lay.wheel, "")
-        if verified.known("contents", digest):
-            return True
-        superseded = self.superseded or {}
-        own = _own_files(lay, superseded)
-        files = tuple(replace(t, base=moved(t.base)) for t in own.files)
+    def _staged(
+        self, lay: WheelLayout, moved: Callable[[Path], Path], files: Sequence[Target] | None
+    ) -> bool:
+        own = _own_files(lay, self.superseded or {})
+        chosen = own.files if files is None else files
+        staged = tuple(replace(t, base=moved(t.base)) for t in chosen)
         try:
-            installed_problems([replace(own, files=files)], moved(Schemes.of(self.env).scripts))
+            installed_problems([replace(own, files=staged)], moved(Schemes.of(self.env).scripts))
         except (WhError, OSError):  # decided by the check in place
             return False
-        if lay.name not in superseded:
-            verified.remember("contents", digest)
         return True
+
+    def own_files(self, lay: WheelLayout) -> tuple[Target, ...]:
+        """The files of ``lay`` the plan leaves as ``lay`` wrote them."""
+        return _own_files(lay, self.superseded or {}).files
+
+    def known(self, lay: WheelLayout) -> bool:
+        """``lay``'s files passed this check before (its verdict is remembered by digest)."""
+        return verified.known("contents", (self.digests or {}).get(lay.wheel, ""))
+
+    def staged_pass(self, lay: WheelLayout) -> None:
+        """Every file of ``lay`` passed where it was staged: remember it, unless a later
+        wheel overwrote some of them (then it was checked without those)."""
+        if lay.name not in (self.superseded or {}):
+            verified.remember("contents", (self.digests or {}).get(lay.wheel, ""))
 
     def wait(self) -> None:
         pending, self.pending = self.pending, []

@@ -22,6 +22,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,7 +31,7 @@ from packaging.utils import NormalizedName
 
 from installer import journal
 from installer.errors import InstallError
-from installer.layout import Schemes, WheelLayout, inside, key, real
+from installer.layout import Schemes, Target, WheelLayout, inside, key, real
 
 if TYPE_CHECKING:
     from installer.backend import Backend, UvBackend
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
     from installer.safeguard import Checker
 
 STAGE_DIR = ".wh-stage"
+
+# per wheel, files that matched RECORD where they were staged (need no check once moved)
+Checked = dict[NormalizedName, frozenset[Target]]
 
 
 def stage_root(prefix: Path) -> Path:
@@ -201,6 +205,92 @@ class Mover:
         shutil.rmtree(self.root)
 
 
+class Early:
+    """Checks of staged wheels while uv is still writing (see ``_stage``).
+
+    A wheel is checked once uv has written all of it (``Mover.written``). With an empty
+    cache uv writes the stack's biggest wheels last (they take longest to unpack into its
+    cache), so their large files are hashed one by one as each reaches its RECORD size
+    while uv still copies the rest: what is left to hash after uv exits shrinks to the
+    wheels' last files, and the check in place skips what passed here. A file hashed too
+    soon only fails here; the check in place decides."""
+
+    # smaller files wait for the wheel's mark: in the sglang stack, the 184 files of 1 MiB
+    # or more (of 62,201) hold 9.43 of its 11.31 GB, so a look costs 184 stat calls
+    BIG_FILE = 1 << 20
+
+    def __init__(self, check: Checker, mover: Mover, layouts: Iterable[WheelLayout]) -> None:
+        self.check = check
+        self.mover = mover
+        self.waiting: dict[NormalizedName, tuple[WheelLayout, Path]] = {}
+        self.left: dict[NormalizedName, list[Target]] = {}
+        self.parts: dict[NormalizedName, list[tuple[Future[bool], list[Target]]]] = {}
+        self.whole: set[NormalizedName] = set()  # marked written: every file submitted
+        self.known: set[NormalizedName] = set()
+        for lay in layouts:
+            mark = mover.written(lay)
+            if check.known(lay):
+                self.known.add(lay.name)
+            elif mark is not None:
+                self.waiting[lay.name] = (lay, mark)
+                self.left[lay.name] = [t for t in check.own_files(lay) if t.hash]
+
+    def poll(self) -> None:
+        for name, (lay, mark) in list(self.waiting.items()):
+            stage = partial(self.mover.mirror, self.mover.stage_of[name])
+            if mark.is_file():
+                self._submit(lay, stage, self.left.pop(name))
+                self.whole.add(name)
+                del self.waiting[name]
+                continue
+            ready = _complete(self.left[name], stage)
+            if ready:
+                done = {id(t) for t in ready}
+                self.left[name] = [t for t in self.left[name] if id(t) not in done]
+                self._submit(lay, stage, ready)
+
+    def _submit(self, lay: WheelLayout, stage: Callable[[Path], Path], files: list[Target]) -> None:
+        if files:
+            part = self.check.submit_staged(lay, stage, files)
+            self.parts.setdefault(lay.name, []).append((part, files))
+
+    def passed(self, layouts: Iterable[WheelLayout]) -> tuple[set[NormalizedName], Checked]:
+        """Once uv exited: the wheels every file of which passed where staged (remembered as
+        passed), and of the others, the files that did. Checks not started yet are
+        dropped: what they would have checked is checked in place."""
+        for parts in self.parts.values():
+            for f, _ in parts:
+                f.cancel()
+        whole = set(self.known)
+        some: Checked = {}
+        for lay in layouts:
+            parts = self.parts.get(lay.name, [])
+            ok = [t for f, files in parts if _passed(f) for t in files]
+            if lay.name in self.whole and all(_passed(f) for f, _ in parts):
+                self.check.staged_pass(lay)
+                whole.add(lay.name)
+            elif ok:
+                some[lay.name] = frozenset(ok)
+        return whole, some
+
+
+def _passed(f: Future[bool]) -> bool:
+    return not f.cancelled() and f.result()
+
+
+def _complete(files: Iterable[Target], stage: Callable[[Path], Path]) -> list[Target]:
+    """Of ``files``, the big ones whose staged copy has reached its RECORD size."""
+    ready = []
+    for t in files:
+        if t.size.isdigit() and int(t.size) >= Early.BIG_FILE:
+            try:
+                if os.stat(stage(t.base) / t.rel).st_size == int(t.size):
+                    ready.append(t)
+            except OSError:  # not written yet
+                pass
+    return ready
+
+
 def _stage(
     uv: UvBackend,
     python: Path,
@@ -208,28 +298,20 @@ def _stage(
     mover: Mover,
     link_mode: str,
     check: Checker,
-) -> set[NormalizedName]:
-    """Run one uv call per round at once; meanwhile check each wheel as soon as uv has
-    written all of it (``Mover.written``). Returns the wheels that passed there."""
+) -> tuple[set[NormalizedName], Checked]:
+    """Run one uv call per round at once; meanwhile check what uv has written (``Early``).
+    Returns the wheels that passed there, and the files that did of the others."""
     root = mover.root
-    early: dict[NormalizedName, Future[bool]] = {}
+    early = Early(check, mover, [lay for rnd in staged for lay in rnd])
 
     def one(i: int) -> None:
         uv.stage(python, [lay.wheel for lay in staged[i]], root / str(i), link_mode=link_mode)
-
-    def poll() -> None:
-        for rnd in staged:
-            for lay in rnd:
-                done = mover.written(lay)
-                if lay.name not in early and done is not None and done.is_file():
-                    stage = mover.stage_of[lay.name]
-                    early[lay.name] = check.submit_staged(lay, partial(mover.mirror, stage))
 
     stop = threading.Event()
 
     def watch() -> None:
         while not stop.wait(0.5):
-            poll()
+            early.poll()
 
     # the first (largest) call runs on this thread, so Ctrl-C stops it at once
     with ThreadPoolExecutor(max_workers=len(staged)) as pool:
@@ -242,9 +324,13 @@ def _stage(
         finally:
             stop.set()
         watcher.result()
-    for f in early.values():
-        f.cancel()  # not started: checked in place after the move instead
-    return {n for n, f in early.items() if not f.cancelled() and f.result()}
+    return early.passed(lay for rnd in staged for lay in rnd)
+
+
+def _unchecked(lay: WheelLayout, partly: Checked) -> WheelLayout:
+    """``lay`` without the files that already matched RECORD where they were staged."""
+    done = partly.get(lay.name)
+    return replace(lay, files=tuple(t for t in lay.files if t not in done)) if done else lay
 
 
 def _move_file(src: Path, dest: Path) -> None:
@@ -281,13 +367,14 @@ def write_plan(
     order = [layouts[a.package.wheel] for a in plan.changes]
     mover: Mover | None = None
     passed: set[NormalizedName] = set()  # checked where staged, before the move
+    partly: Checked = {}  # files of other wheels checked there
     if isinstance(backend, UvBackend) and len(plan.batches) > 1 and can_stage(env.prefix, schemes):
         staged = rounds(order)
         root = stage_root(env.prefix)
         shutil.rmtree(root, ignore_errors=True)  # scratch a killed run may have left
         status(f"writing {len(order)} wheels into {root} with {len(staged)} uv call(s) at once")
         mover = Mover(root, env.prefix, schemes, staged)
-        passed = _stage(backend, env.python, staged, mover, link_mode, check)
+        passed, partly = _stage(backend, env.python, staged, mover, link_mode, check)
         mover.check_staged(order)
     verb = "moving into place" if mover else "installing"
     for i, batch in enumerate(plan.batches, 1):
@@ -306,7 +393,13 @@ def write_plan(
                 reinstall=any(a.kind == "reinstall" for a in batch),
             )
         # speed: the batch's files are hashed while the next batch is written
-        check.submit([layouts[a.package.wheel] for a in batch if a.package.name not in passed])
+        check.submit(
+            [
+                _unchecked(layouts[a.package.wheel], partly)
+                for a in batch
+                if a.package.name not in passed
+            ]
+        )
         journal.fault_point(i)
     if mover is not None:
         mover.finish()

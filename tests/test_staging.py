@@ -6,8 +6,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+from packaging.utils import canonicalize_name
+
+from installer.environment import Environment
 from installer.layout import Schemes, Target, WheelLayout
-from installer.staging import can_stage, rounds
+from installer.staging import Early, Mover, can_stage, rounds
 from installer.wheelwriter import write_wheel
 from tests.envsnap import make_venv, site_packages, wh
 
@@ -15,7 +19,7 @@ from tests.envsnap import make_venv, site_packages, wh
 def _layout(name: str, *files: tuple[str, str], scripts: tuple[str, ...] = ()) -> WheelLayout:
     base = Path("/env/lib/site-packages")
     return WheelLayout(
-        name,  # type: ignore[arg-type]
+        canonicalize_name(name),
         Path(f"/wh/{name}-1.0-py3-none-any.whl"),
         tuple(Target(base, rel, digest) for rel, digest in files),
         tuple(Path("/env/bin") / s for s in scripts),
@@ -157,7 +161,6 @@ def test_uv_marks_a_staged_wheel_written_with_its_installer_file(tmp_path: Path)
     from installer.backend import UvBackend, choose
     from installer.environment import probe, venv_python
     from installer.layout import layout
-    from installer.staging import Mover
     from tests.factory import make_wheel
 
     plain = make_wheel(tmp_path / "w", "plain", "1.0", files={"plain/__init__.py": b"P = 1\n"})
@@ -183,3 +186,102 @@ def test_uv_marks_a_staged_wheel_written_with_its_installer_file(tmp_path: Path)
     uv.stage(python, [plain, own], root / "0", link_mode="copy")
     assert mark.read_text().strip() == "uv"
     assert (mark.parent.parent / "plain" / "__init__.py").read_bytes() == b"P = 1\n"
+
+
+def _staged_by_hand(tmp_path: Path, big: bytes) -> tuple[Environment, WheelLayout, Mover, Path]:
+    """A venv, a wheel with one big file and a small one, and a Mover over an empty
+    stage; the staging of the files is left to the test (standing in for uv)."""
+    from installer.environment import probe, venv_python
+    from installer.layout import layout
+    from tests.factory import make_wheel
+
+    wheel = make_wheel(
+        tmp_path / "w", "big", "1.0", files={"big/blob.bin": big, "big/__init__.py": b"B = 1\n"}
+    )
+    env = probe(venv_python(make_venv(tmp_path / "venv")))
+    schemes = Schemes.of(env)
+    lay = layout(wheel, schemes)
+    mover = Mover(tmp_path / "venv" / ".wh-stage", env.prefix, schemes, [[lay]])
+    return env, lay, mover, wheel
+
+
+def _stage_file(mover: Mover, lay: WheelLayout, rel: str, data: bytes) -> None:
+    target = next(t for t in lay.files if t.rel == rel)
+    dest = mover.mirror(mover.stage_of[lay.name], target.path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(data)
+
+
+def test_early_checks_a_big_file_once_it_has_its_size_and_the_rest_once_marked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While uv writes a wheel: a file of 1 MiB or more is hashed as soon as its staged copy
+    has the RECORD size, the rest once uv's INSTALLER marks the wheel written; the wheel
+    passes (and is remembered) only when every part passed."""
+    import hashlib
+
+    from installer import safeguard, verified
+
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+    big = bytes(range(256)) * 8192  # 2 MiB
+    env, lay, mover, wheel = _staged_by_hand(tmp_path, big)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    with safeguard.Checker(env, {lay.wheel: digest}) as check:
+        early = Early(check, mover, [lay])
+        early.poll()
+        assert early.parts == {}  # nothing staged yet
+        _stage_file(mover, lay, "big/blob.bin", big[:1000])
+        early.poll()
+        assert early.parts == {}  # still being written
+        _stage_file(mover, lay, "big/blob.bin", big)
+        early.poll()
+        [(first, files)] = early.parts[canonicalize_name("big")]
+        assert [t.rel for t in files] == ["big/blob.bin"] and first.result() is True
+        for t in lay.files:
+            if t.arcname and t.rel != "big/blob.bin":
+                _stage_file(mover, lay, t.rel, _member(wheel, t.arcname))
+        early.poll()
+        assert "big" not in early.whole  # no INSTALLER yet: the small files wait
+        _stage_file(mover, lay, "big-1.0.dist-info/INSTALLER", b"uv\n")
+        early.poll()
+        assert "big" in early.whole
+        for part, _ in early.parts[canonicalize_name("big")]:
+            part.result()  # passed() drops checks not yet started
+        whole, some = early.passed([lay])
+    assert whole == {"big"} and some == {}
+    assert verified.known("contents", digest)
+
+
+def test_a_big_file_hashed_too_soon_leaves_the_wheel_to_the_check_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A staged file with its RECORD size but other bytes (a writer that sizes the file
+    first) fails only the early part: the wheel is not passed, the files that matched are
+    reported so the check in place skips them, and nothing is remembered."""
+    from installer import safeguard
+
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+    big = bytes(range(256)) * 8192
+    env, lay, mover, wheel = _staged_by_hand(tmp_path, big)
+    with safeguard.Checker(env) as check:
+        early = Early(check, mover, [lay])
+        _stage_file(mover, lay, "big/blob.bin", bytes(len(big)))  # zeros, full size
+        early.poll()
+        for t in lay.files:
+            if t.arcname and t.rel != "big/blob.bin":
+                _stage_file(mover, lay, t.rel, _member(wheel, t.arcname))
+        _stage_file(mover, lay, "big-1.0.dist-info/INSTALLER", b"uv\n")
+        early.poll()
+        for part, _ in early.parts[canonicalize_name("big")]:
+            part.result()
+        whole, some = early.passed([lay])
+    assert whole == set()
+    checked = {t.rel for t in some[canonicalize_name("big")]}
+    assert "big/__init__.py" in checked and "big/blob.bin" not in checked
+
+
+def _member(wheel: Path, arcname: str) -> bytes:
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.read(arcname)
