@@ -52,9 +52,13 @@ def stage_root(prefix: Path) -> Path:
 
 def can_stage(prefix: Path, schemes: Schemes) -> bool:
     """A venv whose install folders all lie under its prefix: the backend's ``--prefix``
-    layout then mirrors the environment's, one relative path for one file."""
+    layout then mirrors the environment's, one relative path for one file.
+
+    Not when the staging folder exists already: wh's own never outlives an install (a
+    killed one is rolled back, staging folder included, before the next starts), so it
+    is someone else's, and wh installs batch by batch around it."""
     root = real(prefix)
-    if not (root / "pyvenv.cfg").is_file():
+    if not (root / "pyvenv.cfg").is_file() or os.path.lexists(root / STAGE_DIR):
         return False
     return all(inside(p, root) for p in (schemes.purelib, schemes.platlib, schemes.scripts))
 
@@ -371,7 +375,6 @@ def write_plan(
     if isinstance(backend, UvBackend) and len(plan.batches) > 1 and can_stage(env.prefix, schemes):
         staged = rounds(order)
         root = stage_root(env.prefix)
-        shutil.rmtree(root, ignore_errors=True)  # scratch a killed run may have left
         status(f"writing {len(order)} wheels into {root} with {len(staged)} uv call(s) at once")
         mover = Mover(root, env.prefix, schemes, staged)
         passed, partly = _stage(backend, env.python, staged, mover, link_mode, check)

@@ -52,6 +52,30 @@ def test_only_a_venv_with_every_folder_inside_its_prefix_is_staged(tmp_path: Pat
     assert can_stage(tmp_path, inner)
     outer = Schemes(site, site, tmp_path.parent / "elsewhere-bin", tmp_path, "3.11")
     assert not can_stage(tmp_path, outer)
+    (tmp_path / ".wh-stage").mkdir()  # not wh's: a killed install's is rolled back
+    assert not can_stage(tmp_path, inner)
+
+
+def test_a_staging_folder_wh_did_not_make_is_left_alone(tmp_path: Path) -> None:
+    """A venv that already holds ``.wh-stage`` is installed batch by batch, and the
+    folder's contents stay as they were."""
+    from tests.factory import make_wheel
+
+    house = tmp_path / "house"
+    make_wheel(house, "base", "1.0")
+    make_wheel(house, "top", "1.0", requires=["base"])
+    venv = make_venv(tmp_path / "venv")
+    (venv / ".wh-stage").mkdir()
+    (venv / ".wh-stage" / "notes.txt").write_text("mine\n")
+    done = wh(
+        "install", "-r", "top", "--wheelhouse", house, "--python", venv,
+        "--lockfile", tmp_path / "l.toml", "--backend", "uv", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "installing batch 2/2: top 1.0" in done.stderr
+    assert "uv call(s) at once" not in done.stderr
+    assert (venv / ".wh-stage" / "notes.txt").read_text() == "mine\n"
+    assert sorted(p.name for p in (venv / ".wh-stage").iterdir()) == ["notes.txt"]
 
 
 def test_staged_install_places_shared_overwritten_and_generated_files(tmp_path: Path) -> None:
