@@ -88,8 +88,8 @@ class Checker:
         superseded: Mapping[NormalizedName, frozenset[str]] | None = None,
     ) -> None:
         self.env = env
-        self.digests = digests
-        self.superseded = superseded
+        self.digests = digests or {}
+        self.superseded = superseded or {}
         self.pool = ThreadPoolExecutor(max_workers=1)
         self.pending: list[Future[None]] = []
 
@@ -117,7 +117,7 @@ class Checker:
     def _staged(
         self, lay: WheelLayout, moved: Callable[[Path], Path], files: Sequence[Target] | None
     ) -> bool:
-        own = _own_files(lay, self.superseded or {})
+        own = _own_files(lay, self.superseded)
         chosen = own.files if files is None else files
         staged = tuple(replace(t, base=moved(t.base)) for t in chosen)
         try:
@@ -128,17 +128,17 @@ class Checker:
 
     def own_files(self, lay: WheelLayout) -> tuple[Target, ...]:
         """The files of ``lay`` the plan leaves as ``lay`` wrote them."""
-        return _own_files(lay, self.superseded or {}).files
+        return _own_files(lay, self.superseded).files
 
     def known(self, lay: WheelLayout) -> bool:
         """``lay``'s files passed this check before (its verdict is remembered by digest)."""
-        return verified.known("contents", (self.digests or {}).get(lay.wheel, ""))
+        return verified.known("contents", self.digests.get(lay.wheel, ""))
 
     def staged_pass(self, lay: WheelLayout) -> None:
         """Every file of ``lay`` passed where it was staged: remember it, unless a later
         wheel overwrote some of them (then it was checked without those)."""
-        if lay.name not in (self.superseded or {}):
-            verified.remember("contents", (self.digests or {}).get(lay.wheel, ""))
+        if lay.name not in self.superseded:
+            verified.remember("contents", self.digests.get(lay.wheel, ""))
 
     def wait(self) -> None:
         pending, self.pending = self.pending, []
