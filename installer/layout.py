@@ -14,7 +14,7 @@ from pathlib import Path
 from packaging.utils import NormalizedName, parse_wheel_filename
 
 from installer.environment import Environment, InstalledDist
-from installer.wheelfile import open_members
+from installer.wheelfile import ZipIndex, zip_index
 
 # Files a backend adds to a dist-info folder that no wheel lists.
 GENERATED_DIST_INFO = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD", "uv_cache.json")
@@ -69,6 +69,12 @@ class Target:
         """The absolute path as a string (separators as given; ``key`` normalises them)."""
         return f"{self.base}{os.sep}{self.rel}"
 
+    @cached_property
+    def cmp_key(self) -> str:
+        """``key`` of the absolute path, made once: the overwrite check, the staging rounds
+        and the superseded files all compare it."""
+        return key(self.text)
+
     @property
     def top(self) -> str:
         """The first component under the base folder."""
@@ -106,11 +112,13 @@ def key(p: Path | str) -> str:
     return os.path.normcase(os.path.normpath(p))
 
 
-def layout(wheel: Path, schemes: Schemes) -> WheelLayout:
-    """Map the entries of a (validated) wheel to the paths an installer will write."""
+def layout(wheel: Path, schemes: Schemes, index: ZipIndex | None = None) -> WheelLayout:
+    """Map the entries of a (validated) wheel to the paths an installer will write;
+    ``index`` is its central directory when already read (``validate.checked_index``)."""
     name = parse_wheel_filename(wheel.name)[0]
-    all_names, read = open_members(wheel)
-    names = [n for n in all_names if not n.endswith("/")]
+    index = index or zip_index(wheel)
+    read = index.read
+    names = [n for n in index.names if n[-1:] != "/"]
     # wheels put .dist-info last: look from the end (a torch wheel has 20,000 names)
     di = next(
         top for top in (n.split("/", 1)[0] for n in reversed(names)) if top.endswith(".dist-info")
@@ -119,7 +127,7 @@ def layout(wheel: Path, schemes: Schemes) -> WheelLayout:
     purelib = (HeaderParser().parsestr(wheel_txt).get("Root-Is-Purelib") or "").strip()
     root = schemes.purelib if purelib.lower() == "true" else schemes.platlib
     present = set(names)
-    rows = _record_rows(read(f"{di}/RECORD")) if f"{di}/RECORD" in present else {}
+    rows = _record_rows(index.rows(f"{di}/RECORD")) if f"{di}/RECORD" in present else {}
     ep = f"{di}/entry_points.txt"
     entry_points = read(ep) if ep in present else b""
     files: list[Target] = []
@@ -163,10 +171,10 @@ def _script_names(entry_points: bytes) -> Iterator[str]:
             yield line.split("=", 1)[0].strip()
 
 
-def _record_rows(data: bytes) -> dict[str, tuple[str, str]]:
+def _record_rows(rows: list[list[str]]) -> dict[str, tuple[str, str]]:
     """RECORD as path -> (hash, size)."""
     out: dict[str, tuple[str, str]] = {}
-    for row in csv.reader(io.StringIO(data.decode("utf-8", "replace"))):
+    for row in rows:
         if len(row) >= 2:
             out[row[0]] = (row[1], row[2] if len(row) > 2 else "")
     return out

@@ -50,9 +50,9 @@ def clashes(
             owners.setdefault(key(owned.path), (name, owned.hash, True))
     found: list[Clash] = []
     for lay in layouts:
-        writes = [(t.text, t.hash) for t in lay.files] + [(str(p), "") for p in lay.scripts]
-        for path, digest in writes:
-            k = key(path)
+        writes = [(t.cmp_key, t.text, t.hash) for t in lay.files]
+        writes += [(key(p), str(p), "") for p in lay.scripts]
+        for k, path, digest in writes:
             prev = owners.get(k)
             if prev is None:
                 owners[k] = (lay.name, digest, False)

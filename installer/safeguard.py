@@ -13,11 +13,11 @@ from packaging.utils import NormalizedName
 from installer import envlock, journal, verified
 from installer.environment import Environment, probe
 from installer.errors import WhError
-from installer.layout import Schemes, Target, WheelLayout, key, layout
+from installer.layout import Schemes, Target, WheelLayout, layout
 from installer.overwrite import clashes, refuse_clashes
 from installer.plan import Plan
 from installer.staging import stage_root
-from installer.validate import check_wheels, installed_problems
+from installer.validate import checked_index, installed_problems, refuse_wheels
 
 
 def preflight(
@@ -33,14 +33,26 @@ def preflight(
     digest passed before is not validated again. The member hashes are checked once the
     backend wrote them (``verify_installed``)."""
     digests = digests or {}
-    todo = [w for w in wheels if not verified.known("structure", digests.get(w, ""))]
-    check_wheels(todo, contents=False)
-    for w in todo:
-        verified.remember("structure", digests.get(w, ""))
     schemes = Schemes.of(env)
-    # speed: on a cold page cache each wheel's directory and RECORD is a disk read
-    with ThreadPoolExecutor(max_workers=min(8, len(wheels)) or 1) as pool:
-        layouts = list(pool.map(lambda w: layout(w, schemes), wheels))
+
+    def read(wheel: Path) -> tuple[list[str], WheelLayout | None]:
+        """The wheel's structural problems, else its layout: one read of its directory."""
+        if verified.known("structure", digests.get(wheel, "")):
+            return [], layout(wheel, schemes)
+        index, found = checked_index(wheel)
+        if found or index is None:
+            return found, None
+        verified_now.append(wheel)
+        return [], layout(wheel, schemes, index)
+
+    verified_now: list[Path] = []
+    # speed: one thread. The work is Python-bound (the sglang stack's 182 wheels, page cache
+    # emptied: 1.01 s on one thread, 1.09 s on 2, 1.27 s on 8), reading a few KB per wheel.
+    read_all = [read(w) for w in wheels]
+    refuse_wheels([(w.name, found) for w, (found, _) in zip(wheels, read_all, strict=True)])
+    for w in verified_now:
+        verified.remember("structure", digests.get(w, ""))
+    layouts = [lay for _, lay in read_all if lay is not None]
     refuse_clashes(clashes(layouts, env.dists, allow_overwrite=allow_overwrite))
     return layouts
 
@@ -72,7 +84,7 @@ def _own_files(
     skip = superseded.get(lay.name)
     if not skip:
         return lay
-    return replace(lay, files=tuple(t for t in lay.files if key(t.text) not in skip))
+    return replace(lay, files=tuple(t for t in lay.files if t.cmp_key not in skip))
 
 
 class Checker:

@@ -74,7 +74,7 @@ def rounds(layouts: Iterable[WheelLayout]) -> list[list[WheelLayout]]:
     latest: dict[str, tuple[int, str, NormalizedName]] = {}
     out: list[list[WheelLayout]] = []
     for lay in layouts:
-        writes = [(key(t.text), t.hash) for t in lay.files]
+        writes = [(t.cmp_key, t.hash) for t in lay.files]
         writes += [(key(str(p)), "") for p in lay.scripts]
         r = 0
         for k, digest in writes:
@@ -96,7 +96,7 @@ def superseded(layouts: Iterable[WheelLayout]) -> dict[NormalizedName, frozenset
     earlier: dict[NormalizedName, set[str]] = {}
     for lay in layouts:
         for t in lay.files:
-            k = key(t.text)
+            k = t.cmp_key
             prev = last.get(k)
             if prev is not None and prev[0] != lay.name and not (t.hash and t.hash == prev[1]):
                 earlier.setdefault(prev[0], set()).add(k)

@@ -21,14 +21,12 @@ rolls the environment back to exactly what it was.
 from __future__ import annotations
 
 import base64
-import csv
 import hashlib
-import io
 import re
 import stat
 import zipfile
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -44,7 +42,7 @@ from packaging.version import InvalidVersion, Version
 from installer.cores import usable_cores
 from installer.errors import WheelhouseError
 from installer.layout import WheelLayout
-from installer.wheelfile import Wheel
+from installer.wheelfile import Wheel, ZipIndex, _headers_only, zip_index
 
 # RECORD may not hash itself or its signatures.
 _UNHASHED = ("RECORD", "RECORD.jws", "RECORD.p7s")
@@ -86,18 +84,48 @@ def unsafe_path(name: str) -> str | None:
     return None
 
 
+_BAD_CHAR = re.compile(r"[\x00-\x09\x0b-\x1f\x7f\\]")  # control characters, backslash
+_DOT_PART = re.compile(r"(?:^|/)\.\.?(?:/|$)", re.M)
+_DRIVE_LINE = re.compile(r"^[A-Za-z]:", re.M)
+
+
+def _suspect(lines: str) -> bool:
+    """Whether any of the paths in ``lines`` (one per line) might be unsafe: a superset of
+    what ``unsafe_path`` refuses, tested over all of a wheel's paths at once, so that only
+    a wheel it matches is looked at path by path (a torch wheel has 40,000 paths)."""
+    if not lines or lines.startswith(("/", "\n")) or lines.endswith("\n"):
+        return True  # absolute, or an empty path
+    if "\n/" in lines or "\n\n" in lines or "//" in lines or _BAD_CHAR.search(lines):
+        return True
+    if ("/." in lines or "\n." in lines or lines.startswith(".")) and _DOT_PART.search(lines):
+        return True
+    return ":" in lines and _DRIVE_LINE.search(lines) is not None
+
+
+def unsafe_paths(paths: Sequence[str]) -> dict[str, str]:
+    """Each of ``paths`` that ``unsafe_path`` refuses, with why."""
+    if not paths:
+        return {}
+    joined = "\n".join(paths)
+    if joined.count("\n") == len(paths) - 1 and not _suspect(joined):
+        return {}
+    return {p: why for p in paths if (why := unsafe_path(p))}
+
+
 def problems(path: Path, limits: Limits = LIMITS, *, contents: bool = True) -> list[str]:
     """Every reason ``path`` must not be installed (empty: it is a sound wheel).
 
     ``contents=False`` leaves out the member hashes (see the module docstring)."""
-    out: list[str] = []
+    if not contents:
+        return checked_index(path, limits)[1]
     try:
         name, version, _build, _tags = parse_wheel_filename(path.name)
     except (InvalidWheelFilename, InvalidVersion) as exc:
         return [f"invalid wheel filename: {exc}"]
+    out: list[str] = []
     try:
         with zipfile.ZipFile(path) as zf:
-            out += _check(zf, name, version, limits, contents)
+            out += _check(_of_zipfile(zf), name, version, limits, zf)
     except zipfile.BadZipFile as exc:
         out.append(f"not a valid zip file, or truncated ({exc})")
     except (OSError, EOFError, ValueError, NotImplementedError) as exc:
@@ -105,46 +133,86 @@ def problems(path: Path, limits: Limits = LIMITS, *, contents: bool = True) -> l
     return out
 
 
-def _check(
-    zf: zipfile.ZipFile, name: str, version: Version, limits: Limits, contents: bool
-) -> list[str]:
-    out: list[str] = []
+def checked_index(path: Path, limits: Limits = LIMITS) -> tuple[ZipIndex | None, list[str]]:
+    """``path``'s central directory and every structural problem (``problems`` without the
+    member hashes), from one read of the directory: the index is None when the archive
+    cannot be read, and the caller (``layout``) reuses it and the members it read."""
+    try:
+        name, version, _build, _tags = parse_wheel_filename(path.name)
+    except (InvalidWheelFilename, InvalidVersion) as exc:
+        return None, [f"invalid wheel filename: {exc}"]
+    try:
+        index = zip_index(path)
+        return index, _check(index, name, version, limits, None)
+    except zipfile.BadZipFile as exc:
+        return None, [f"not a valid zip file, or truncated ({exc})"]
+    except (OSError, EOFError, ValueError, NotImplementedError) as exc:
+        return None, [f"cannot read the zip ({type(exc).__name__}: {exc})"]
+
+
+def _of_zipfile(zf: zipfile.ZipFile) -> ZipIndex:
     infos = zf.infolist()
-    if len(infos) > limits.max_entries:
-        return [f"{len(infos)} members, more than the limit of {limits.max_entries}"]
-    raw_names = [i.orig_filename for i in infos]
-    for n, count in sorted(Counter(raw_names).items()):
-        if count > 1:
-            out.append(f"duplicate entry {n!r} ({count} times)")
-    folded: dict[str, set[str]] = {}
-    for n in set(raw_names):
-        folded.setdefault(n.lower(), set()).add(n)
-    for same in sorted(folded.values(), key=sorted):
-        if len(same) > 1:
-            out.append(f"entries differ only in case: {', '.join(sorted(map(repr, same)))}")
-    total = 0
-    for info in infos:
-        why = unsafe_path(info.orig_filename)
-        if why:
-            out.append(f"unsafe path {info.orig_filename!r}: {why}")
-        mode = info.external_attr >> 16
-        if stat.S_ISLNK(mode):
-            out.append(f"symlink entry {info.orig_filename!r}")
-        total += info.file_size
-        if info.file_size > limits.ratio_min_bytes and info.file_size > limits.max_ratio * max(
-            info.compress_size, 1
+    return ZipIndex(
+        [i.filename for i in infos],
+        [i.orig_filename for i in infos],
+        [i.file_size for i in infos],
+        [i.compress_size for i in infos],
+        [i.external_attr >> 16 for i in infos],
+        zf.read,
+    )
+
+
+def _check(
+    index: ZipIndex,
+    name: str,
+    version: Version,
+    limits: Limits,
+    contents: zipfile.ZipFile | None,
+) -> list[str]:
+    """The checks of ``problems``; ``contents`` (the open archive) also hashes every member."""
+    out: list[str] = []
+    count = len(index.names)
+    if count > limits.max_entries:
+        return [f"{count} members, more than the limit of {limits.max_entries}"]
+    raw_names = index.raw
+    # each check looks member by member only where a whole-list test found something
+    unique = set(raw_names)
+    if len(unique) != len(raw_names):
+        for n, count in sorted(Counter(raw_names).items()):
+            if count > 1:
+                out.append(f"duplicate entry {n!r} ({count} times)")
+    if len({n.lower() for n in unique}) != len(unique):
+        folded: dict[str, set[str]] = {}
+        for n in unique:
+            folded.setdefault(n.lower(), set()).add(n)
+        for same in sorted(folded.values(), key=sorted):
+            if len(same) > 1:
+                out.append(f"entries differ only in case: {', '.join(sorted(map(repr, same)))}")
+    unsafe = unsafe_paths(raw_names)
+    links = any(stat.S_ISLNK(m) for m in set(index.modes))
+    big = limits.ratio_min_bytes
+    if unsafe or links or any(size > big for size in index.sizes):
+        for raw, mode, size, packed in zip(
+            raw_names, index.modes, index.sizes, index.packed, strict=True
         ):
-            out.append(
-                f"{info.orig_filename!r} expands {info.compress_size} -> {info.file_size} bytes, "
-                f"more than {limits.max_ratio:.0f}:1 (zip bomb?)"
-            )
+            if raw in unsafe:
+                out.append(f"unsafe path {raw!r}: {unsafe[raw]}")
+            if stat.S_ISLNK(mode):
+                out.append(f"symlink entry {raw!r}")
+            if size > big and size > limits.max_ratio * max(packed, 1):
+                out.append(
+                    f"{raw!r} expands {packed} -> {size} bytes, "
+                    f"more than {limits.max_ratio:.0f}:1 (zip bomb?)"
+                )
+    total = sum(index.sizes)
     if total > limits.max_total_bytes:
         out.append(
             f"expands to {total} bytes, more than the limit of {limits.max_total_bytes} (zip bomb?)"
         )
     if out:
         return out  # do not decompress a hostile archive any further
-    files = {i.filename: i for i in infos if not i.is_dir()}
+    # member name -> its uncompressed size (the last of a name, as zipfile keeps it)
+    files = {n: size for n, size in zip(index.names, index.sizes, strict=True) if n[-1:] != "/"}
     tops = {n.split("/", 1)[0] for n in files if "/" in n}
     dist_infos = sorted(t for t in tops if t.endswith(".dist-info"))
     datas = sorted(t for t in tops if t.endswith(".data"))
@@ -159,16 +227,16 @@ def _check(
         out.append(f"more than one .data folder: {', '.join(datas)}")
     for d in datas:
         out += _name_version(d, ".data", name, version)
-    for n in files:
+    for n in files if datas else ():
         top, _, rest = n.partition("/")
         if top in datas and rest.split("/", 1)[0] not in _DATA_SCHEMES:
             out.append(f"{n!r}: unknown .data scheme (expected one of {', '.join(_DATA_SCHEMES)})")
-    out += _wheel_file(zf, files, di)
-    out += _metadata(zf, files, di, name, version)
+    out += _wheel_file(index.read, files, di)
+    out += _metadata(index.read, files, di, name, version)
     if f"{di}/RECORD" not in files:
         out.append(f"{di}/RECORD is missing")
         return out
-    out += _record(zf, files, di, contents)
+    out += _record(index.rows(f"{di}/RECORD"), files, di, contents)
     return out
 
 
@@ -188,15 +256,15 @@ def _name_version(folder: str, suffix: str, name: str, version: Version) -> list
     return problems_
 
 
-def _headers(zf: zipfile.ZipFile, member: str) -> dict[str, str]:
-    msg = HeaderParser().parsestr(zf.read(member).decode("utf-8", "replace"))
+def _headers(read: Callable[[str], bytes], member: str) -> dict[str, str]:
+    msg = HeaderParser().parsestr(_headers_only(read(member).decode("utf-8", "replace")))
     return {k: str(v) for k, v in msg.items()}
 
 
-def _wheel_file(zf: zipfile.ZipFile, files: dict[str, zipfile.ZipInfo], di: str) -> list[str]:
+def _wheel_file(read: Callable[[str], bytes], files: dict[str, int], di: str) -> list[str]:
     if f"{di}/WHEEL" not in files:
         return [f"{di}/WHEEL is missing"]
-    wv = _headers(zf, f"{di}/WHEEL").get("Wheel-Version", "").strip()
+    wv = _headers(read, f"{di}/WHEEL").get("Wheel-Version", "").strip()
     if not wv:
         return [f"{di}/WHEEL has no Wheel-Version"]
     major = wv.split(".", 1)[0]
@@ -208,11 +276,11 @@ def _wheel_file(zf: zipfile.ZipFile, files: dict[str, zipfile.ZipInfo], di: str)
 
 
 def _metadata(
-    zf: zipfile.ZipFile, files: dict[str, zipfile.ZipInfo], di: str, name: str, version: Version
+    read: Callable[[str], bytes], files: dict[str, int], di: str, name: str, version: Version
 ) -> list[str]:
     if f"{di}/METADATA" not in files:
         return [f"{di}/METADATA is missing"]
-    meta = _headers(zf, f"{di}/METADATA")
+    meta = _headers(read, f"{di}/METADATA")
     out: list[str] = []
     mname, mver = meta.get("Name", ""), meta.get("Version", "")
     if canonicalize_name(mname) != name:
@@ -226,18 +294,19 @@ def _metadata(
 
 
 def _record(
-    zf: zipfile.ZipFile, files: dict[str, zipfile.ZipInfo], di: str, contents: bool
+    record: list[list[str]],
+    files: dict[str, int],
+    di: str,
+    contents: zipfile.ZipFile | None,
 ) -> list[str]:
     out: list[str] = []
-    text = zf.read(f"{di}/RECORD").decode("utf-8", "replace")
     listed: dict[str, tuple[str, str]] = {}
-    for row in csv.reader(io.StringIO(text)):
-        if not row or not row[0]:
-            continue
+    rows = [row for row in record if row and row[0]]
+    unsafe = unsafe_paths([row[0] for row in rows])
+    for row in rows:
         path = row[0]
-        why = unsafe_path(path)
-        if why:
-            out.append(f"RECORD entry {path!r} points outside the environment: {why}")
+        if path in unsafe:
+            out.append(f"RECORD entry {path!r} points outside the environment: {unsafe[path]}")
             continue
         if path in listed:
             out.append(f"RECORD lists {path!r} twice")
@@ -245,7 +314,7 @@ def _record(
     unhashed = {f"{di}/{n}" for n in _UNHASHED}
     for path in sorted(set(listed) - set(files)):
         out.append(f"RECORD lists {path!r}, which is not in the wheel")
-    for path, info in sorted(files.items()):
+    for path, declared in sorted(files.items()):
         if path not in listed:
             out.append(f"{path!r} is not listed in RECORD")
             continue
@@ -259,16 +328,16 @@ def _record(
         if algo not in _STRONG:
             out.append(f"RECORD hashes {path!r} with {algo!r}; sha256 or stronger is required")
             continue
-        if not contents:
-            if size and size != str(info.file_size):
+        if contents is None:
+            if size and size != str(declared):
                 out.append(
                     f"RECORD size mismatch for {path!r}: RECORD says {size}, "
-                    f"the archive declares {info.file_size}"
+                    f"the archive declares {declared}"
                 )
             continue
         h = hashlib.new(algo)
         actual = 0
-        with zf.open(info) as f:
+        with contents.open(path) as f:
             while chunk := f.read(_CHUNK):
                 actual += len(chunk)
                 h.update(chunk)
@@ -285,10 +354,12 @@ def check_wheels(paths: Sequence[Path], limits: Limits = LIMITS, *, contents: bo
     todo = list(paths)
     with ThreadPoolExecutor(max_workers=min(8, len(todo)) or 1) as pool:
         found = list(pool.map(lambda p: problems(p, limits, contents=contents), todo))
-    _refuse([(p.name, ps) for p, ps in zip(todo, found, strict=True) if ps])
+    refuse_wheels([(p.name, ps) for p, ps in zip(todo, found, strict=True)])
 
 
-def _refuse(bad: Sequence[tuple[str, Sequence[str]]]) -> None:
+def refuse_wheels(found: Sequence[tuple[str, Sequence[str]]]) -> None:
+    """Raise one WheelhouseError listing every problem of every wheel (name, problems)."""
+    bad = [(name, ps) for name, ps in found if ps]
     if bad:
         raise WheelhouseError(
             f"{len(bad)} wheel(s) failed validation; nothing was installed",
@@ -335,7 +406,7 @@ def installed_problems(layouts: Sequence[WheelLayout], scripts: Path) -> None:
     bad: dict[str, list[str]] = {}
     for wheel, why in found:
         bad.setdefault(wheel, []).append(why)
-    _refuse(sorted(bad.items()))
+    refuse_wheels(sorted(bad.items()))
 
 
 @dataclass(frozen=True)

@@ -100,3 +100,90 @@ def test_same_identity_in_two_files_is_ambiguous(tmp_path: Path) -> None:
     assert len(found) == 1
     assert "dup 1.0" in found[0] and a.name in found[0] and b.name in found[0]
     assert ambiguous(wheels, {"other"}) == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_one_read_of_the_directory_finds_what_zipfile_finds(tmp_path: Path, case: str) -> None:
+    """The structure check from the central-directory index (before an install) finds what
+    the full check through zipfile finds, less only what needs the members' bytes."""
+    wheel = CASES[case].make(tmp_path)
+    # the size the archive declares is the size it has once inflated (the zip is sound)
+    structural = [
+        p.replace("the archive declares", "it has") for p in problems(wheel, contents=False)
+    ]
+    full = problems(wheel, contents=True)
+    assert set(structural) <= set(full)
+    needs_bytes = ("RECORD hash mismatch", "it has")
+    assert all(any(s in p for s in needs_bytes) for p in set(full) - set(structural)), full
+
+
+def test_the_index_and_its_reader_match_zipfile(tmp_path: Path) -> None:
+    import zipfile
+
+    from installer.validate import checked_index
+
+    wheel = make_wheel(tmp_path, "good", "1.0", files={"good/__init__.py": b"", "good/a.py": b"x"})
+    index, found = checked_index(wheel)
+    assert found == [] and index is not None
+    with zipfile.ZipFile(wheel) as zf:
+        infos = zf.infolist()
+        assert index.names == [i.filename for i in infos]
+        assert index.sizes == [i.file_size for i in infos]
+        assert index.packed == [i.compress_size for i in infos]
+        assert index.modes == [i.external_attr >> 16 for i in infos]
+        assert all(index.read(n) == zf.read(n) for n in index.names)
+    broken = tmp_path / "broken-1.0-py3-none-any.whl"
+    broken.write_bytes(wheel.read_bytes()[:-30])
+    index, found = checked_index(broken)
+    assert index is None and any("not a valid zip" in p for p in found)
+
+
+def test_record_rows_read_as_csv_does() -> None:
+    import csv
+    import io
+    import random
+
+    from installer.wheelfile import record_rows
+
+    texts = [
+        "a.py,sha256=x,3\nb/c.py,sha256=y,4\nd.dist-info/RECORD,,\n",
+        "a.py,sha256=x,3",  # no final newline
+        "a.py,sha256=x,3\n\n\nb.py,,\n",  # empty lines
+        '"a,b.py",sha256=x,3\n',  # a quoted comma
+        "a.py,sha256=x,3\r\nb.py,,\r\n",
+        "",
+        "\n",
+    ]
+    rng = random.Random(7)
+    texts += [
+        "".join(rng.choice('ab,/\n\r"') for _ in range(rng.randrange(40))) for _ in range(2000)
+    ]
+    for text in texts:
+        try:
+            want: object = list(csv.reader(io.StringIO(text)))
+        except csv.Error as exc:
+            want = type(exc)
+        try:
+            got: object = record_rows(text)
+        except csv.Error as exc:
+            got = type(exc)
+        assert got == want, repr(text)
+
+
+def test_the_whole_list_test_misses_no_unsafe_path() -> None:
+    """``unsafe_paths`` (one test over all paths, then path by path) finds exactly what
+    ``unsafe_path`` finds, for paths built from the characters that matter."""
+    import random
+
+    from installer.validate import unsafe_paths
+
+    rng = random.Random(11)
+    parts = ["a", "b.py", ".", "..", "", ".x", "x.", "c:", "C:", "\\", "\x00", "\x7f", "\n", "é"]
+    for _ in range(3000):
+        paths = [
+            "/".join(rng.choice(parts) for _ in range(rng.randrange(1, 4)))
+            + ("/" if rng.random() < 0.2 else "")
+            for _ in range(rng.randrange(0, 5))
+        ]
+        want = {p: why for p in paths if (why := unsafe_path(p))}
+        assert unsafe_paths(paths) == want, paths

@@ -125,3 +125,26 @@ def test_open_members_matches_zipfile_on_both_paths(tmp_path: Path) -> None:
             assert names == zf.namelist()
             assert all(read(n) == zf.read(n) for n in names)
     assert _fast_zip(plain) is not None and _fast_zip(unusual) is None
+
+
+def test_the_index_gives_zipfiles_rows_on_the_fast_and_the_fallback_path(tmp_path: Path) -> None:
+    from installer.wheelfile import zip_index
+
+    plain = _zip(tmp_path / "plain.whl", _members(), compression=zipfile.ZIP_DEFLATED)
+    with zipfile.ZipFile(plain, "a") as zf:
+        link = zipfile.ZipInfo("pkg/link")
+        link.external_attr = (0o120777 << 16) | 0x20
+        zf.writestr(link, b"target")
+    prepended = tmp_path / "pkg-1.0-py3-none-any.whl"
+    prepended.write_bytes(b"#!/bin/sh\n" + plain.read_bytes())
+    assert _fast_zip(plain) is not None and _fast_zip(prepended) is None
+    for path in (plain, prepended):
+        index = zip_index(path)
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+            assert index.names == index.raw == [i.filename for i in infos]
+            assert index.sizes == [i.file_size for i in infos]
+            assert index.packed == [i.compress_size for i in infos]
+            assert index.modes == [i.external_attr >> 16 for i in infos]
+            assert [index.read(n) for n in index.names] == [zf.read(n) for n in index.names]
+        assert index.modes[-1] == 0o120777
