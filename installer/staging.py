@@ -115,13 +115,19 @@ class Mover:
         self.prefix = real(prefix)
         self.site_dirs = frozenset(schemes.site_dirs())
         self.stage_of = {lay.name: root / str(i) for i, rnd in enumerate(staged) for lay in rnd}
-        # how many wheels of one round write under each top-level entry of a site folder
+        # how many wheels of one round write under each top-level entry of a site folder,
+        # and under each folder one level below ("nvidia/cublas" of the shared "nvidia")
         self.sharers: Counter[tuple[Path, Path, str]] = Counter()
         for rnd in staged:
             for lay in rnd:
                 stage = self.stage_of[lay.name]
                 self.sharers.update(
-                    {(stage, t.base, t.top) for t in lay.files if t.base in self.site_dirs}
+                    {
+                        (stage, t.base, folder)
+                        for t in lay.files
+                        if t.base in self.site_dirs
+                        for folder in _folders(t.rel)
+                    }
                 )
 
     def mirror(self, stage: Path, path: Path) -> Path:
@@ -165,11 +171,11 @@ class Mover:
     def move(self, lay: WheelLayout) -> None:
         """Move one wheel's files into place, its ``.dist-info`` last."""
         stage = self.stage_of[lay.name]
-        groups: dict[tuple[Path, str], list[Path]] = {}
+        groups: dict[tuple[Path, str], list[Target]] = {}
         loose: list[Path] = []
         for t in lay.files:
             if t.base in self.site_dirs:
-                groups.setdefault((t.base, t.top), []).append(t.path)
+                groups.setdefault((t.base, t.top), []).append(t)
             else:
                 loose.append(t.path)
         loose.extend(lay.scripts)
@@ -181,16 +187,32 @@ class Mover:
         for g in last:
             self._move_group(stage, g, groups[g])
 
-    def _move_group(self, stage: Path, where: tuple[Path, str], files: list[Path]) -> None:
-        dest = where[0] / where[1]
+    def _move_group(self, stage: Path, where: tuple[Path, str], files: list[Target]) -> None:
+        base, top = where
+        if not self._move_whole(stage, base, top):
+            below: dict[str, list[Target]] = {}
+            for t in files:
+                parts = t.rel.split("/", 2)
+                if len(parts) == 3:
+                    below.setdefault(f"{parts[0]}/{parts[1]}", []).append(t)
+                else:
+                    _move_file(self.mirror(stage, t.path), t.path)
+            for folder, inside_it in below.items():
+                if not self._move_whole(stage, base, folder):
+                    for t in inside_it:
+                        _move_file(self.mirror(stage, t.path), t.path)
+
+    def _move_whole(self, stage: Path, base: Path, folder: str) -> bool:
+        """Move ``folder`` (a top-level entry, or a folder one level below one) in one
+        rename when only this wheel of its round writes under it and the environment lacks
+        it; False when it must go file by file."""
+        dest = base / folder
         src = self.mirror(stage, dest)
-        if not os.path.lexists(src):
-            return
-        if self.sharers[(stage, where[0], where[1])] == 1 and not os.path.lexists(dest):
-            _move_file(src, dest)  # the whole folder (or top-level module) in one rename
-            return
-        for p in files:
-            _move_file(self.mirror(stage, p), p)
+        if self.sharers[(stage, base, folder)] != 1 or os.path.lexists(dest):
+            return False
+        if os.path.lexists(src):
+            _move_file(src, dest)
+        return True
 
     def finish(self) -> None:
         """Refuse files the backend staged that no wheel's layout names, then remove the
@@ -276,6 +298,13 @@ class Early:
             elif ok:
                 some[lay.name] = frozenset(ok)
         return whole, some
+
+
+def _folders(rel: str) -> tuple[str, ...]:
+    """The entries ``Mover`` may move whole for a file at ``rel``: its top-level entry, and
+    the folder one level below it when there is one."""
+    parts = rel.split("/", 2)
+    return (parts[0], f"{parts[0]}/{parts[1]}") if len(parts) == 3 else (parts[0],)
 
 
 def _passed(f: Future[bool]) -> bool:

@@ -309,3 +309,36 @@ def _member(wheel: Path, arcname: str) -> bytes:
 
     with zipfile.ZipFile(wheel) as zf:
         return zf.read(arcname)
+
+
+def test_a_shared_folder_moves_its_unshared_subfolders_whole(tmp_path: Path) -> None:
+    """``nvidia/`` is written by many wheels, ``nvidia/cublas/`` by one: each wheel's
+    subfolder moves with one rename, the shared files one by one, the result the same."""
+    import os
+
+    prefix = tmp_path / "venv"
+    site = prefix / "lib" / "site-packages"
+    schemes = Schemes(site, site, prefix / "bin", prefix, "3.11")
+
+    def lay(name: str, *rels: str) -> WheelLayout:
+        files = tuple(Target(site, rel, f"sha256={rel}") for rel in rels)
+        return WheelLayout(canonicalize_name(name), tmp_path / f"{name}.whl", files, ())
+
+    a = lay("a", "ns/__init__.py", "ns/a/lib/x.so", "ns/a/y.h", "a-1.dist-info/RECORD")
+    b = lay("b", "ns/__init__.py", "ns/b/z.so", "ns/shared/b.txt", "b-1.dist-info/RECORD")
+    c = lay("c", "ns/shared/c.txt", "c-1.dist-info/RECORD")
+    root = prefix / ".wh-stage"
+    mover = Mover(root, prefix, schemes, [[a, b, c]])
+    for one in (a, b, c):
+        for t in one.files:
+            staged = mover.mirror(mover.stage_of[one.name], t.path)
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            staged.write_text(t.rel)
+    staged_a = os.stat(root / "0" / "lib" / "site-packages" / "ns" / "a").st_ino
+    for one in (a, b, c):
+        mover.move(one)
+    mover.finish()
+    for one in (a, b, c):
+        assert all(t.path.read_text() == t.rel for t in one.files)
+    assert os.stat(site / "ns" / "a").st_ino == staged_a  # one rename, not a new folder
+    assert not root.exists()
