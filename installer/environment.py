@@ -29,10 +29,18 @@ sys.path.insert(0, sys.argv[1])
 from packaging import tags, markers
 sys.path.pop(0)
 import importlib.metadata as md
+from email.parser import HeaderParser
+def headers(d):
+    # the metadata's headers only: d.metadata parses the long description too, and
+    # d.version and d.requires parse the whole file again
+    text = d.read_text("METADATA") or d.read_text("PKG-INFO") or d.read_text("") or ""
+    cuts = [i for i in (text.find(s) for s in ("\n\n", "\n\r", "\r\r")) if i >= 0]
+    return HeaderParser().parsestr(text[: min(cuts) + 1] if cuts else text)
 dists = []
 seen = set()
 for d in md.distributions():
-    name = d.metadata["Name"]
+    meta = headers(d)
+    name = meta["Name"]
     if not name:
         continue
     key = name.lower().replace("_", "-").replace(".", "-")
@@ -43,8 +51,8 @@ for d in md.distributions():
     record = d.read_text("RECORD")
     dists.append({
         "name": name,
-        "version": d.version,
-        "requires": d.requires or [],
+        "version": meta["Version"],
+        "requires": meta.get_all("Requires-Dist") or d.requires or [],
         "dist_info": str(path) if path else None,
         "record_sha256": hashlib.sha256(record.encode()).hexdigest() if record else None,
         "installer": (d.read_text("INSTALLER") or "").strip(),
