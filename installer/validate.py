@@ -41,6 +41,7 @@ from packaging.version import InvalidVersion, Version
 
 from installer.cores import usable_cores
 from installer.errors import WheelhouseError
+from installer.hashing import file_digest
 from installer.layout import WheelLayout
 from installer.wheelfile import Wheel, ZipIndex, _headers_only, zip_index
 
@@ -370,13 +371,8 @@ def refuse_wheels(found: Sequence[tuple[str, Sequence[str]]]) -> None:
 
 
 def _digest(path: Path, algo: str) -> tuple[str, int]:
-    h = hashlib.new(algo)
-    size = 0
-    with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            size += len(chunk)
-            h.update(chunk)
-    return base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode(), size
+    digest, size = file_digest(path, algo)
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode(), size
 
 
 def installed_problems(layouts: Sequence[WheelLayout], scripts: Path) -> None:
