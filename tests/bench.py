@@ -650,13 +650,8 @@ class Bench:
         """
         n = self.args.repeat if state == "cold" else self.args.repeat_warm
         tuned_n = wh_uv_installs()
-        runs: dict[str, list[Run]] = {
-            "wh": [],
-            "uv": [],
-            "uv-tuned": [],
-            "uv-batches": [],
-            "uv-levels": [],
-        }
+        chosen = self.args.install_rows.split(",")
+        runs: dict[str, list[Run]] = {who: [] for who in INSTALL_ROWS if who in chosen}
         # one uv cache for every row: warm, the same files on disk for all; cold, emptied
         # after each run
         uv_cache = self.work / f"uvc-{label}"
@@ -672,6 +667,16 @@ class Bench:
             fresh_wh_cache()
             for who in ("uv", "wh"):
                 self._install_one(who, lockfile, wh_cache, files, uv_cache)
+        labels = {
+            "wh": f"wh install --locked (uv backend), caches {state}",
+            "uv": f"bare uv pip install --no-deps --link-mode=copy, uv cache {state}",
+            "uv-tuned": f"the same bare uv with UV_CONCURRENT_INSTALLS={tuned_n} (wh's setting), "
+            f"uv cache {state}",
+            "uv-batches": f"uv with wh's setting, one call per batch of wh's plan (balanced), "
+            f"uv cache {state}",
+            "uv-levels": f"uv with wh's setting, one call per dependency level of the lock, "
+            f"uv cache {state}",
+        }
         for _ in range(n):
             for who, cache in caches.items():
                 if state == "cold" and who == "wh":
@@ -679,74 +684,38 @@ class Bench:
                 runs[who].append(self._install_one(who, lockfile, wh_cache, files, cache))
                 if state == "cold":
                     shutil.rmtree(cache, ignore_errors=True)
-        rows = {
-            "wh": self.report.add(
-                section, f"wh install --locked (uv backend), caches {state}", runs["wh"], note
+        rows = {who: self.report.add(section, labels[who], r, note) for who, r in runs.items()}
+        ratios = [
+            ("wh", "uv", "wh install / bare uv", "target <= 1.1x"),
+            (
+                "wh",
+                "uv-tuned",
+                "wh install / bare uv with wh's setting",
+                "wh against uv given the same concurrency",
             ),
-            "uv": self.report.add(
-                section,
-                f"bare uv pip install --no-deps --link-mode=copy, uv cache {state}",
-                runs["uv"],
-                note,
+            (
+                "uv-tuned",
+                "uv",
+                "bare uv with wh's setting / bare uv",
+                "what the concurrency alone gives",
             ),
-            "uv-tuned": self.report.add(
-                section,
-                f"the same bare uv with UV_CONCURRENT_INSTALLS={tuned_n} (wh's setting), "
-                f"uv cache {state}",
-                runs["uv-tuned"],
-                note,
+            (
+                "uv-levels",
+                "uv-tuned",
+                "uv by lock levels / one call, both with wh's setting",
+                "what the unbalanced order would cost",
             ),
-            "uv-batches": self.report.add(
-                section,
-                f"uv with wh's setting, one call per batch of wh's plan (balanced), "
-                f"uv cache {state}",
-                runs["uv-batches"],
-                note,
+            (
+                "uv-batches",
+                "uv-tuned",
+                "uv by wh's batches / one call, both with wh's setting",
+                "what the balanced order costs",
             ),
-            "uv-levels": self.report.add(
-                section,
-                f"uv with wh's setting, one call per dependency level of the lock, "
-                f"uv cache {state}",
-                runs["uv-levels"],
-                note,
-            ),
-        }
-        self.report.ratio(
-            f"{label}: wh install / bare uv (uv cache {state})",
-            rows["wh"],
-            rows["uv"],
-            "target <= 1.1x",
-        )
-        self.report.ratio(
-            f"{label}: wh install / bare uv with wh's setting (uv cache {state})",
-            rows["wh"],
-            rows["uv-tuned"],
-            "wh against uv given the same concurrency",
-        )
-        self.report.ratio(
-            f"{label}: bare uv with wh's setting / bare uv (uv cache {state})",
-            rows["uv-tuned"],
-            rows["uv"],
-            "what the concurrency alone gives",
-        )
-        self.report.ratio(
-            f"{label}: uv by lock levels / one call, both with wh's setting (uv cache {state})",
-            rows["uv-levels"],
-            rows["uv-tuned"],
-            "what the unbalanced order would cost",
-        )
-        self.report.ratio(
-            f"{label}: uv by wh's batches / one call, both with wh's setting (uv cache {state})",
-            rows["uv-batches"],
-            rows["uv-tuned"],
-            "what the balanced order costs",
-        )
-        self.report.ratio(
-            f"{label}: wh install / uv by wh's batches (uv cache {state})",
-            rows["wh"],
-            rows["uv-batches"],
-            "what wh itself costs",
-        )
+            ("wh", "uv-batches", "wh install / uv by wh's batches", "what wh itself costs"),
+        ]
+        for a, b, what, why in ratios:
+            if a in rows and b in rows:
+                self.report.ratio(f"{label}: {what} (uv cache {state})", rows[a], rows[b], why)
         return rows["wh"]
 
     def resolve_section(self) -> None:
@@ -794,6 +763,9 @@ class Bench:
             "python -c pass (interpreter alone)",
             repeat(self.args.repeat_warm, lambda i: run([PY, "-c", "pass"])),
         )
+
+
+INSTALL_ROWS = ("wh", "uv", "uv-tuned", "uv-batches", "uv-levels")
 
 
 def lock_levels(lockfile: Path) -> list[list[Path]]:
@@ -861,6 +833,12 @@ def main(argv: list[str] | None = None) -> int:
         help="empty the page cache before each install run (root; Linux), so every run "
         "reads its wheels and uv cache from disk",
     )
+    ap.add_argument(
+        "--install-rows",
+        default=",".join(INSTALL_ROWS),
+        help="comma-separated install rows to run (default all): fewer rows leave more runs "
+        "of each within the same time, which a noisy machine needs",
+    )
     ap.add_argument("--only", choices=["lock", "install", "resolve", "startup"], action="append")
     ap.add_argument("--repeat", type=int, default=2, help="runs of the cold/slow rows")
     ap.add_argument("--repeat-warm", type=int, default=5, help="runs of the warm/fast rows")
@@ -868,6 +846,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=REPO / ".bench", help="inputs and scratch")
     ap.add_argument("--markdown", type=Path, help="also write the tables here")
     a = ap.parse_args(argv)
+    unknown = set(a.install_rows.split(",")) - set(INSTALL_ROWS)
+    if unknown or "wh" not in a.install_rows.split(","):
+        ap.error(f"--install-rows takes wh and any of {', '.join(INSTALL_ROWS[1:])}")
     if a.quick:
         a.synth_wheels, a.synth_mb, a.repeat, a.repeat_warm = 64, 200, 1, 3
     a.work.mkdir(parents=True, exist_ok=True)
