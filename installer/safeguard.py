@@ -11,6 +11,7 @@ from pathlib import Path
 from packaging.utils import NormalizedName
 
 from installer import envlock, journal, verified
+from installer.cores import usable_cores
 from installer.environment import Environment, probe
 from installer.errors import WhError
 from installer.layout import Schemes, Target, WheelLayout, layout
@@ -88,10 +89,15 @@ def _own_files(
 
 
 class Checker:
-    """``verify_installed`` on a background thread, one batch after another, so checking a
-    batch overlaps installing the next. ``wait`` raises the first problem; leaving the
-    block any other way waits for the thread (the rollback must not pull files from under
-    it) and drops its findings."""
+    """``verify_installed`` on background threads, so checking a batch overlaps installing
+    the next. ``wait`` raises the problem of the earliest check submitted that found one;
+    leaving the block any other way waits for the threads (the rollback must not pull
+    files from under them) and drops their findings.
+
+    As many checks run at once as there are usable cores: each check hashes its files on
+    that many threads too, but a small wheel or one big file keeps only one busy (the
+    sglang stack's 182 wheels, installed, page cache warm: 8.8 s one check at a time,
+    5.6 s two at a time)."""
 
     def __init__(
         self,
@@ -102,7 +108,7 @@ class Checker:
         self.env = env
         self.digests = digests or {}
         self.superseded = superseded or {}
-        self.pool = ThreadPoolExecutor(max_workers=1)
+        self.pool = ThreadPoolExecutor(max_workers=usable_cores())
         self.pending: list[Future[None]] = []
 
     def submit(self, layouts: Sequence[WheelLayout]) -> None:
