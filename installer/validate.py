@@ -13,7 +13,9 @@ A pure function over the zip: nothing is extracted. The limits against zip bombs
 Before an install wh checks structure only (``contents=False``: the central directory,
 WHEEL, METADATA and RECORD, with RECORD sizes against the declared sizes), which reads a
 few KB per wheel; inflating a GPU stack's 10 GB a second time (the backend inflates it
-anyway) would cost as much as the install. The member hashes are then checked on the files
+anyway) would cost as much as the install. ``checked_index`` does it from one read of the
+central directory (``wheelfile.zip_index``), which the layout of the same wheel reuses,
+RECORD included. The member hashes are then checked on the files
 the backend wrote (``installed_problems``), inside the install's transaction, so a mismatch
 rolls the environment back to exactly what it was.
 """
