@@ -236,20 +236,26 @@ class Early:
 
     A wheel is checked once uv has written all of it (``Mover.written``). With an empty
     cache uv writes the stack's biggest wheels last (they take longest to unpack into its
-    cache), so their large files are hashed one by one as each reaches its RECORD size
+    cache), so their larger files are hashed one by one as each reaches its RECORD size
     while uv still copies the rest: what is left to hash after uv exits shrinks to the
-    wheels' last files, and the check in place skips what passed here. A file hashed too
-    soon only fails here; the check in place decides."""
+    wheels' last small files, and the check in place skips what passed here. A file
+    hashed too soon only fails here; the check in place decides."""
 
-    # smaller files wait for the wheel's mark: in the sglang stack, the 184 files of 1 MiB
-    # or more (of 62,201) hold 9.43 of its 11.31 GB, so a look costs 184 stat calls
-    BIG_FILE = 1 << 20
+    # Smaller files wait for the wheel's mark. In the sglang stack the files of 64 KiB or
+    # more hold nearly all of its 11.31 GB: the 184 of 1 MiB or more hold 9.43 GB, and
+    # flashinfer-cubin, which uv writes last, is 10,252 files of 64 KiB to 1 MiB (1.2 GB),
+    # left to hash after uv exited when only files of 1 MiB or more were watched. A wheel's
+    # files are looked at only once the top-level entry of its first watched file exists
+    # in the stage, so before uv reaches a wheel a look costs one stat call.
+    WATCHED_FILE = 64 << 10
 
     def __init__(self, check: Checker, mover: Mover, layouts: Iterable[WheelLayout]) -> None:
         self.check = check
         self.mover = mover
         self.waiting: dict[NormalizedName, tuple[WheelLayout, Path]] = {}
         self.left: dict[NormalizedName, list[Target]] = {}
+        # per waiting wheel, its files of WATCHED_FILE or more not submitted yet, with size
+        self.watched: dict[NormalizedName, list[tuple[Target, int]]] = {}
         self.parts: dict[NormalizedName, list[tuple[Future[bool], list[Target]]]] = {}
         self.whole: set[NormalizedName] = set()  # marked written: every file submitted
         self.known: set[NormalizedName] = set()
@@ -259,7 +265,10 @@ class Early:
                 self.known.add(lay.name)
             elif mark is not None:
                 self.waiting[lay.name] = (lay, mark)
-                self.left[lay.name] = [t for t in check.own_files(lay) if t.hash]
+                left = [t for t in check.own_files(lay) if t.hash]
+                self.left[lay.name] = left
+                sized = ((t, int(t.size)) for t in left if t.size.isdigit())
+                self.watched[lay.name] = [(t, n) for t, n in sized if n >= self.WATCHED_FILE]
 
     def poll(self) -> None:
         for name, (lay, mark) in list(self.waiting.items()):
@@ -268,11 +277,16 @@ class Early:
                 self._submit(lay, stage, self.left.pop(name))
                 self.whole.add(name)
                 del self.waiting[name]
+                del self.watched[name]
                 continue
-            ready = _complete(self.left[name], stage)
+            watched = self.watched[name]
+            if not watched or not os.path.lexists(stage(watched[0][0].base) / watched[0][0].top):
+                continue  # uv has not reached this wheel yet
+            ready = _complete(watched, stage)
             if ready:
                 done = {id(t) for t in ready}
                 self.left[name] = [t for t in self.left[name] if id(t) not in done]
+                self.watched[name] = [w for w in watched if id(w[0]) not in done]
                 self._submit(lay, stage, ready)
 
     def _submit(self, lay: WheelLayout, stage: Callable[[Path], Path], files: list[Target]) -> None:
@@ -311,16 +325,19 @@ def _passed(f: Future[bool]) -> bool:
     return not f.cancelled() and f.result()
 
 
-def _complete(files: Iterable[Target], stage: Callable[[Path], Path]) -> list[Target]:
-    """Of ``files``, the big ones whose staged copy has reached its RECORD size."""
+def _complete(files: Iterable[tuple[Target, int]], stage: Callable[[Path], Path]) -> list[Target]:
+    """Of ``files`` (with their RECORD sizes), those whose staged copy has that size."""
     ready = []
-    for t in files:
-        if t.size.isdigit() and int(t.size) >= Early.BIG_FILE:
-            try:
-                if os.stat(stage(t.base) / t.rel).st_size == int(t.size):
-                    ready.append(t)
-            except OSError:  # not written yet
-                pass
+    roots: dict[Path, str] = {}  # a few base folders: their staged path made once each
+    for t, size in files:
+        root = roots.get(t.base)
+        if root is None:
+            root = roots[t.base] = str(stage(t.base))
+        try:
+            if os.stat(f"{root}{os.sep}{t.rel}").st_size == size:
+                ready.append(t)
+        except OSError:  # not written yet
+            pass
     return ready
 
 

@@ -236,10 +236,11 @@ def _stage_file(mover: Mover, lay: WheelLayout, rel: str, data: bytes) -> None:
     dest.write_bytes(data)
 
 
+@pytest.mark.parametrize("size", [2 << 20, 100 << 10])
 def test_early_checks_a_big_file_once_it_has_its_size_and_the_rest_once_marked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int
 ) -> None:
-    """While uv writes a wheel: a file of 1 MiB or more is hashed as soon as its staged copy
+    """While uv writes a wheel: a file of 64 KiB or more is hashed as soon as its staged copy
     has the RECORD size, the rest once uv's INSTALLER marks the wheel written; the wheel
     passes (and is remembered) only when every part passed."""
     import hashlib
@@ -247,7 +248,7 @@ def test_early_checks_a_big_file_once_it_has_its_size_and_the_rest_once_marked(
     from installer import safeguard, verified
 
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
-    big = bytes(range(256)) * 8192  # 2 MiB
+    big = (bytes(range(256)) * (size // 256 + 1))[:size]  # 2 MiB, or 100 KiB
     env, lay, mover, wheel = _staged_by_hand(tmp_path, big)
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     with safeguard.Checker(env, {lay.wheel: digest}) as check:
