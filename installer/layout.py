@@ -116,7 +116,8 @@ def layout(wheel: Path, schemes: Schemes, index: ZipIndex | None = None) -> Whee
     """Map the entries of a (validated) wheel to the paths an installer will write;
     ``index`` is its central directory when already read (``validate.checked_index``)."""
     name = parse_wheel_filename(wheel.name)[0]
-    index = index or zip_index(wheel)
+    if index is None:
+        index = zip_index(wheel)
     read = index.read
     names = [n for n in index.names if n[-1:] != "/"]
     # wheels put .dist-info last: look from the end (a torch wheel has 20,000 names)

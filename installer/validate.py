@@ -128,7 +128,7 @@ def problems(path: Path, limits: Limits = LIMITS, *, contents: bool = True) -> l
     out: list[str] = []
     try:
         with zipfile.ZipFile(path) as zf:
-            out += _check(_of_zipfile(zf), name, version, limits, zf)
+            out += _check(ZipIndex.of_infos(zf.infolist(), zf.read), name, version, limits, zf)
     except zipfile.BadZipFile as exc:
         out.append(f"not a valid zip file, or truncated ({exc})")
     except (OSError, EOFError, ValueError, NotImplementedError) as exc:
@@ -151,18 +151,6 @@ def checked_index(path: Path, limits: Limits = LIMITS) -> tuple[ZipIndex | None,
         return None, [f"not a valid zip file, or truncated ({exc})"]
     except (OSError, EOFError, ValueError, NotImplementedError) as exc:
         return None, [f"cannot read the zip ({type(exc).__name__}: {exc})"]
-
-
-def _of_zipfile(zf: zipfile.ZipFile) -> ZipIndex:
-    infos = zf.infolist()
-    return ZipIndex(
-        [i.filename for i in infos],
-        [i.orig_filename for i in infos],
-        [i.file_size for i in infos],
-        [i.compress_size for i in infos],
-        [i.external_attr >> 16 for i in infos],
-        zf.read,
-    )
 
 
 def _check(

@@ -254,6 +254,18 @@ class ZipIndex:
     read: Callable[[str], bytes] = field(repr=False)
     _rows: dict[str, list[list[str]]] = field(default_factory=dict, repr=False, compare=False)
 
+    @classmethod
+    def of_infos(cls, infos: list[zipfile.ZipInfo], read: Callable[[str], bytes]) -> ZipIndex:
+        """The index of an archive ``zipfile`` has read (its ``infolist()``)."""
+        return cls(
+            [i.filename for i in infos],
+            [i.orig_filename for i in infos],
+            [i.file_size for i in infos],
+            [i.compress_size for i in infos],
+            [i.external_attr >> 16 for i in infos],
+            read,
+        )
+
     def rows(self, member: str) -> list[list[str]]:
         """The member read as a RECORD (``record_rows``), parsed once."""
         if member not in self._rows:
@@ -289,39 +301,21 @@ def zip_index(path: Path) -> ZipIndex:
         with zipfile.ZipFile(path) as zf:
             return zf.read(name)
 
-    fast = _fast_index(path)
-    if fast is None:
-        with zipfile.ZipFile(path) as zf:
-            infos = zf.infolist()
-        quick: Callable[[str], bytes | None] = _unvouched
-        names = [i.filename for i in infos]
-        raw = [i.orig_filename for i in infos]
-        sizes = [i.file_size for i in infos]
-        packed = [i.compress_size for i in infos]
-        modes = [i.external_attr >> 16 for i in infos]
-    else:
-        names, entries, quick = fast
-        raw = names
-        sizes = [e[5] for e in entries]
-        packed = [e[4] for e in entries]
-        modes = [e[9] >> 16 for e in entries]
-
     def read(name: str) -> bytes:
         if name not in cache:
             data = quick(name)
             cache[name] = slow(name) if data is None else data
         return cache[name]
 
-    return ZipIndex(names, raw, sizes, packed, modes, read)
-
-
-def open_members(path: Path) -> tuple[list[str], Callable[[str], bytes]]:
-    """A wheel's member names and a reader of members, from one read of the central
-    directory where ``_fast_zip`` vouches for the archive, else through ``zipfile`` (for a
-    torch wheel with tens of thousands of members the difference is most of the time)."""
-
-    index = zip_index(path)
-    return index.names, index.read
+    fast = _fast_index(path)
+    if fast is None:
+        quick: Callable[[str], bytes | None] = _unvouched
+        with zipfile.ZipFile(path) as zf:
+            return ZipIndex.of_infos(zf.infolist(), read)
+    names, entries, quick = fast
+    sizes = [e[5] for e in entries]
+    packed = [e[4] for e in entries]
+    return ZipIndex(names, names, sizes, packed, [e[9] >> 16 for e in entries], read)
 
 
 def read_meta(path: Path) -> WheelMeta:

@@ -112,15 +112,16 @@ def test_wheel_writer_output_reads_the_same(tmp_path: Path) -> None:
     assert read_meta(path).name == "pkg"
 
 
-def test_open_members_matches_zipfile_on_both_paths(tmp_path: Path) -> None:
-    from installer.wheelfile import open_members
+def test_the_index_reads_members_as_zipfile_does_on_both_paths(tmp_path: Path) -> None:
+    from installer.wheelfile import zip_index
 
     plain = _zip(tmp_path / "pkg-1.0-py3-none-any.whl", _members())
     # a non-ASCII member name: the fast reader steps aside and zipfile answers
     (tmp_path / "u").mkdir()
     unusual = _zip(tmp_path / "u" / "pkg-1.0-py3-none-any.whl", [*_members(), ("pkg/é.py", b"")])
     for wheel in (plain, unusual):
-        names, read = open_members(wheel)
+        index = zip_index(wheel)
+        names, read = index.names, index.read
         with zipfile.ZipFile(wheel) as zf:
             assert names == zf.namelist()
             assert all(read(n) == zf.read(n) for n in names)
