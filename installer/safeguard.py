@@ -136,10 +136,10 @@ class Checker:
         self, lay: WheelLayout, moved: Callable[[Path], Path], files: Sequence[Target] | None
     ) -> bool:
         own = _own_files(lay, self.superseded)
-        chosen = own.files if files is None else files
-        staged = tuple(replace(t, base=moved(t.base)) for t in chosen)
+        if files is not None:
+            own = replace(own, files=tuple(files))
         try:
-            installed_problems([replace(own, files=staged)], moved(Schemes.of(self.env).scripts))
+            installed_problems([own], Schemes.of(self.env).scripts, where=moved)
         except (WhError, OSError):  # decided by the check in place
             return False
         return True

@@ -11,7 +11,7 @@ from packaging.utils import canonicalize_name
 
 from installer.environment import Environment
 from installer.layout import Schemes, Target, WheelLayout
-from installer.staging import Early, Mover, can_stage, rounds
+from installer.staging import Early, Mover, _Folders, can_stage, rounds
 from installer.wheelwriter import write_wheel
 from tests.envsnap import make_venv, site_packages, wh
 
@@ -303,6 +303,41 @@ def test_a_big_file_hashed_too_soon_leaves_the_wheel_to_the_check_in_place(
     assert whole == set()
     checked = {t.rel for t in some[canonicalize_name("big")]}
     assert "big/__init__.py" in checked and "big/blob.bin" not in checked
+
+
+@pytest.mark.parametrize("count", [3, _Folders.LIST_OVER + 5])
+def test_watched_files_are_reported_once_each_as_they_reach_their_size(
+    tmp_path: Path, count: int
+) -> None:
+    """Probed one by one (a few files in a folder) or found through a listing (many): a
+    file is ready when its staged copy has its RECORD size, not before, and only once."""
+    base = Path("/env/site")  # the final folder; ``stage`` maps it under tmp_path
+    files = [(Target(base, f"pkg/data/f{i}.bin", "sha256=x"), 100 + i) for i in range(count)]
+    files.append((Target(base, "top.bin", "sha256=x"), 7))  # a file at the top of its base
+
+    def stage(b: Path) -> Path:
+        return tmp_path / "stage" / b.name
+
+    folders = _Folders(files, stage)
+
+    def write(rel: str, n: int) -> None:
+        dest = stage(base) / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(b"x" * n)
+
+    assert folders.complete() == []  # nothing written: the folder does not exist yet
+    write("pkg/data/f0.bin", 100)  # complete
+    write("pkg/data/f1.bin", 50)  # still being written
+    write("pkg/data/other.txt", 1)  # not watched
+    assert [t.rel for t in folders.complete()] == ["pkg/data/f0.bin"]
+    assert folders.complete() == []  # f0 is not reported again; f1 is short
+    write("pkg/data/f1.bin", 101)
+    write("top.bin", 7)
+    assert sorted(t.rel for t in folders.complete()) == ["pkg/data/f1.bin", "top.bin"]
+    for i in range(2, count):
+        write(f"pkg/data/f{i}.bin", 100 + i)
+    assert len(folders.complete()) == count - 2
+    assert folders.complete() == []
 
 
 def _member(wheel: Path, arcname: str) -> bytes:
