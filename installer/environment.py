@@ -117,6 +117,20 @@ def venv_python(venv: Path) -> Path:
     return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
+def venv_prefix(python: Path) -> Path | None:
+    """The venv ``python`` belongs to, from where its ``pyvenv.cfg`` is (beside the
+    executable or one folder up, where Python itself looks), without running it; None for
+    an interpreter outside a venv. The path is not resolved: Python does not resolve a
+    venv's (often symlinked) executable either."""
+    if python.is_dir():
+        python = venv_python(python)
+    exe = python.absolute()
+    for folder in (exe.parent, exe.parent.parent):
+        if (folder / "pyvenv.cfg").is_file():
+            return folder
+    return None
+
+
 def probe(python: Path, *, cached: bool = False) -> Environment:
     """Ask ``python`` (a file, or a venv folder) for its tags, markers and installed dists.
 

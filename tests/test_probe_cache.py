@@ -83,3 +83,30 @@ def test_pth_file_is_seen(new_venv: Callable[..., Path], tmp_path: Path) -> None
     shutil.copytree(donor, extra / donor.name)
     (env.purelib / "extra.pth").write_text(f"{extra}\n")
     assert str(probe(python, cached=True).dists["side"].version) == "2.0"
+
+
+def test_a_venv_prefix_is_found_without_running_its_interpreter(
+    new_venv: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where Python finds pyvenv.cfg (beside the executable or one folder up), for POSIX
+    and Windows layouts, the same folder the interpreter reports; None outside a venv."""
+    python = new_venv()
+    reported = probe(python).prefix
+    _no_subprocess(monkeypatch)
+    found = environment.venv_prefix(python)
+    assert found is not None and found.samefile(reported)
+    assert environment.venv_prefix(found) == found  # the venv folder itself
+    win = tmp_path / "win"
+    (win / "Scripts").mkdir(parents=True)
+    (win / "Scripts" / "python.exe").write_bytes(b"")
+    (win / "pyvenv.cfg").write_text("home = C:\\Python311\n")
+    assert environment.venv_prefix(win / "Scripts" / "python.exe") == win
+    assert environment.venv_prefix(win) == win
+    beside = tmp_path / "beside"
+    beside.mkdir()
+    (beside / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert environment.venv_prefix(beside / "python") == beside
+    plain = tmp_path / "usr" / "bin"
+    plain.mkdir(parents=True)
+    (plain / "python3").write_bytes(b"")
+    assert environment.venv_prefix(plain / "python3") is None
