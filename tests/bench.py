@@ -648,7 +648,9 @@ class Bench:
         the cache its lock left (scan digests, no remembered validation); warm, bare uv
         fills the one uv cache and a wh run primes wh's cache first.
         """
-        n = self.args.repeat if state == "cold" else self.args.repeat_warm
+        n = self.args.repeat_install or (
+            self.args.repeat if state == "cold" else self.args.repeat_warm
+        )
         tuned_n = wh_uv_installs()
         chosen = self.args.install_rows.split(",")
         runs: dict[str, list[Run]] = {who: [] for who in INSTALL_ROWS if who in chosen}
@@ -842,6 +844,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=["lock", "install", "resolve", "startup"], action="append")
     ap.add_argument("--repeat", type=int, default=2, help="runs of the cold/slow rows")
     ap.add_argument("--repeat-warm", type=int, default=5, help="runs of the warm/fast rows")
+    ap.add_argument(
+        "--repeat-install",
+        type=int,
+        help="runs of each install row, cold and warm (default: --repeat cold, --repeat-warm warm)",
+    )
     ap.add_argument("--wh-src", help="run the wh of another checkout (PYTHONPATH)")
     ap.add_argument("--work", type=Path, default=REPO / ".bench", help="inputs and scratch")
     ap.add_argument("--markdown", type=Path, help="also write the tables here")
