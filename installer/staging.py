@@ -192,9 +192,9 @@ class Mover:
         if not self._move_whole(stage, base, top):
             below: dict[str, list[Target]] = {}
             for t in files:
-                parts = t.rel.split("/", 2)
-                if len(parts) == 3:
-                    below.setdefault(f"{parts[0]}/{parts[1]}", []).append(t)
+                folders = _folders(t.rel)
+                if len(folders) == 2:  # in a folder one level below the top-level entry
+                    below.setdefault(folders[1], []).append(t)
                 else:
                     _move_file(self.mirror(stage, t.path), t.path)
             for folder, inside_it in below.items():
