@@ -49,10 +49,13 @@ for d in md.distributions():
     seen.add(key)
     path = getattr(d, "_path", None)
     record = d.read_text("RECORD")
+    requires = meta.get_all("Requires-Dist")
+    if requires is None and not str(path).endswith(".dist-info"):
+        requires = d.requires  # an egg-info's requires.txt (a dist-info's are its headers)
     dists.append({
         "name": name,
         "version": meta["Version"],
-        "requires": meta.get_all("Requires-Dist") or d.requires or [],
+        "requires": requires or [],
         "dist_info": str(path) if path else None,
         "record_sha256": hashlib.sha256(record.encode()).hexdigest() if record else None,
         "installer": (d.read_text("INSTALLER") or "").strip(),

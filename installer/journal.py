@@ -135,23 +135,24 @@ def plan_record(
     site_dirs = frozenset(schemes.site_dirs())
     # per (site folder, top-level entry): does it exist now? Files under an absent one
     # cannot exist, so they need no lstat below.
-    tops: dict[tuple[Path, str], bool] = {}
+    tops: dict[Path, dict[str, bool]] = {}
     for lay in layouts:
-        for t in lay.files:
-            if t.base not in site_dirs:
-                r = _watch_root(t.path, t.base)
-                roots.setdefault(key(r), r)
+        for base, files in lay.runs:
+            if base not in site_dirs:
+                for t in files:
+                    r = _watch_root(t.path, base)
+                    roots.setdefault(key(r), r)
                 continue
-            top = t.top
-            is_file = top == t.rel
-            where = (t.base, top)
-            if where not in tops:
-                r = t.base / top
-                roots.setdefault(key(r), r)
-                tops[where] = os.path.lexists(r)
-            if is_file:  # a module at the top of site-packages
-                cache = t.base / "__pycache__"
-                roots.setdefault(key(cache), cache)
+            here = tops.setdefault(base, {})
+            for t in files:
+                top = t.rel.partition("/")[0]
+                if top not in here:
+                    r = base / top
+                    roots.setdefault(key(r), r)
+                    here[top] = os.path.lexists(r)
+                if top == t.rel:  # a module at the top of site-packages
+                    cache = base / "__pycache__"
+                    roots.setdefault(key(cache), cache)
         for s in (*lay.scripts, *lay.scratch):
             roots.setdefault(key(s), s)
     # a root inside another root is covered by the outer listing
@@ -170,7 +171,12 @@ def plan_record(
                 for pyc in _pycache_siblings(owned.path):
                     moves.setdefault(key(pyc), pyc)
     for lay in layouts:
-        present = [t.path for t in lay.files if t.base not in site_dirs or tops[(t.base, t.top)]]
+        present = [
+            t.path
+            for base, files in lay.runs
+            for t in files
+            if base not in site_dirs or tops[base][t.rel.partition("/")[0]]
+        ]
         for p in present + list(lay.scripts):
             if os.path.lexists(p) and not (p.is_dir() and not p.is_symlink()):
                 moves.setdefault(key(p), p)

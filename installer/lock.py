@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tomli_w
 from packaging.markers import Marker
@@ -20,9 +20,11 @@ from packaging.version import Version
 
 from installer import __version__
 from installer.errors import LockError
-from installer.profile import Profile
-from installer.resolve import Resolution
 from installer.target import Target
+
+if TYPE_CHECKING:  # speed: `wh install --locked` reads a lock without the resolver
+    from installer.profile import Profile
+    from installer.resolve import Resolution
 
 if sys.version_info >= (3, 11):
     import tomllib

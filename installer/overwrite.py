@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from packaging.utils import NormalizedName, canonicalize_name
 
 from installer.environment import InstalledDist
 from installer.errors import WheelhouseError
-from installer.layout import WheelLayout, installed_files, key
+from installer.layout import Target, WheelLayout, installed_files, key
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,10 @@ def clashes(
             owners.setdefault(key(owned.path), (name, owned.hash, True))
     found: list[Clash] = []
     for lay in layouts:
-        writes = [(t.cmp_key, t.text, t.hash) for t in lay.files]
-        writes += [(key(p), str(p), "") for p in lay.scripts]
-        for k, path, digest in writes:
+        # the path as text is made only for a clash (60,000 files, a handful of clashes)
+        writes: list[tuple[str, Target | Path, str]] = [(t.cmp_key, t, t.hash) for t in lay.files]
+        writes += [(key(p), p, "") for p in lay.scripts]
+        for k, what, digest in writes:
             prev = owners.get(k)
             if prev is None:
                 owners[k] = (lay.name, digest, False)
@@ -62,6 +64,7 @@ def clashes(
                 continue
             if owner in allowed or lay.name in allowed:
                 continue
+            path = what.text if isinstance(what, Target) else str(what)
             found.append(Clash(os.path.normpath(path), lay.name, owner, is_installed))
     return found
 

@@ -121,13 +121,14 @@ class Mover:
         for rnd in staged:
             for lay in rnd:
                 stage = self.stage_of[lay.name]
+                under: dict[Path, set[str]] = {}
+                for base, files in lay.runs:
+                    if base in self.site_dirs:
+                        under.setdefault(base, set()).update(
+                            folder for t in files for folder in _folders(t.rel)
+                        )
                 self.sharers.update(
-                    {
-                        (stage, t.base, folder)
-                        for t in lay.files
-                        if t.base in self.site_dirs
-                        for folder in _folders(t.rel)
-                    }
+                    (stage, base, folder) for base, folders in under.items() for folder in folders
                 )
 
     def mirror(self, stage: Path, path: Path) -> Path:
@@ -173,11 +174,12 @@ class Mover:
         stage = self.stage_of[lay.name]
         groups: dict[tuple[Path, str], list[Target]] = {}
         loose: list[Path] = []
-        for t in lay.files:
-            if t.base in self.site_dirs:
-                groups.setdefault((t.base, t.top), []).append(t)
+        for base, files in lay.runs:
+            if base in self.site_dirs:
+                for t in files:
+                    groups.setdefault((base, t.rel.partition("/")[0]), []).append(t)
             else:
-                loose.append(t.path)
+                loose.extend(t.path for t in files)
         loose.extend(lay.scripts)
         last = [g for g in groups if g[1].endswith(".dist-info")]
         for g in [g for g in groups if g not in last]:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from packaging.utils import NormalizedName, canonicalize_name
 
 from installer import lock as lockmod
-from installer.candidates import Pinned
 from installer.environment import Environment, probe, venv_prefix
 from installer.errors import (
     LockError,
@@ -24,15 +23,16 @@ from installer.errors import (
 )
 from installer.hashing import sha256_many
 from installer.hooks import Hooks, TargetSpec
-from installer.profile import Profile
-from installer.resolve import Resolution, resolve
 from installer.scan import Prehash, Wheelhouse, add_hashes, known_digests, scan
 from installer.target import Target
 from installer.validate import refuse_ambiguous
 from installer.verify import Finding, closure, protections, run_checks
 
-if TYPE_CHECKING:  # the install machinery loads only when an install runs
+if TYPE_CHECKING:  # the install machinery and the resolver load only when used
+    from installer.candidates import Pinned
     from installer.plan import Plan
+    from installer.profile import Profile
+    from installer.resolve import Resolution
 
 
 @dataclass
@@ -55,6 +55,8 @@ def pins_for(
     profile: Profile, target: Target, env: Environment | None, wheelhouse: Wheelhouse
 ) -> tuple[dict[NormalizedName, Pinned], set[NormalizedName]]:
     """Protected installs as resolver pins, and the protected names absent from the env."""
+    from installer.candidates import Pinned
+
     pins: dict[NormalizedName, Pinned] = {}
     absent: set[NormalizedName] = set()
     for p in profile.protections:
@@ -98,6 +100,9 @@ def do_lock(
     resolved: tuple[Target, Environment | None] | None = None,
 ) -> LockResult:
     """Lock ``profile`` from the wheelhouse; ``resolved`` is the target when already probed."""
+    from installer.candidates import Pinned
+    from installer.resolve import resolve
+
     if not profile.roots:
         raise ProfileError(
             f"profile {profile.name!r} has no requirements",

@@ -94,3 +94,38 @@ def test_checker_reports_an_earlier_batch_at_wait_and_drops_it_on_another_error(
         check.submit([lay])
         raise RuntimeError("backend failed")
     assert check.pending and all(f.done() for f in check.pending)
+
+
+def test_a_layout_keys_every_file_as_its_whole_path_would_be_keyed(tmp_path: Path) -> None:
+    """``layout`` builds each file's comparison key from its base folder's key and its
+    wheel path (no second normalisation of 60,000 paths): the overwrite check and the
+    staging rounds must see exactly ``key`` of the full path, whatever scheme it lands in."""
+    from installer.layout import key
+
+    wheel = make_wheel(
+        tmp_path / "w",
+        "Deep_Pkg",
+        "2.0",
+        files={
+            "deep_pkg/__init__.py": b"",
+            "deep_pkg/sub/.hidden/data.bin": b"x" * 10,
+            "top_module.py": b"A = 1\n",
+            "Deep_Pkg-2.0.data/scripts/deep-run": b"#!python\n",
+            "Deep_Pkg-2.0.data/headers/deep.h": b"int x;\n",
+            "Deep_Pkg-2.0.data/data/share/deep/readme.txt": b"r\n",
+            "Deep_Pkg-2.0.data/platlib/deep_native.py": b"",
+        },
+    )
+    prefix = tmp_path / "env"
+    # base folders as a caller may spell them: one with a redundant ".." in it
+    site = prefix / "lib" / "x" / ".." / "site-packages"
+    schemes = Schemes(site, site, prefix / "bin", prefix, "3.11")
+    lay = layout(wheel, schemes)
+    assert len(lay.files) >= 7
+    for t in lay.files:
+        assert t.cmp_key == key(t.text), t.rel
+        assert ".." not in t.cmp_key
+    # a Target made without a key gets the same one
+    from installer.layout import Target
+
+    assert Target(site, "deep_pkg/__init__.py", "").cmp_key == key(site / "deep_pkg/__init__.py")

@@ -110,3 +110,31 @@ def test_a_venv_prefix_is_found_without_running_its_interpreter(
     plain.mkdir(parents=True)
     (plain / "python3").write_bytes(b"")
     assert environment.venv_prefix(plain / "python3") is None
+
+
+def test_requirements_come_from_metadata_headers_or_an_egg_infos_requires_txt(
+    new_venv: Callable[..., Path],
+) -> None:
+    """A dist-info's requirements are its Requires-Dist headers (none: no requirements,
+    without reading METADATA a second time); an egg-info without them has requires.txt."""
+    python = new_venv()
+    site = Path(probe(python).purelib)
+    with_reqs = site / "needy-1.0.dist-info"
+    with_reqs.mkdir()
+    (with_reqs / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: needy\nVersion: 1.0\nRequires-Dist: six>=1\n"
+        "Requires-Dist: idna; extra == 'web'\n\nRequires-Dist: not-a-header\n"
+    )
+    bare = site / "bare-1.0.dist-info"
+    bare.mkdir()
+    (bare / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: bare\nVersion: 1.0\n\nRequires-Dist: in-the-body\n"
+    )
+    egg = site / "old-1.0-py3.11.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: old\nVersion: 1.0\n")
+    (egg / "requires.txt").write_text("attrs>=20\n\n[web]\nidna\n")
+    dists = probe(python).dists
+    assert [str(r) for r in dists["needy"].requires] == ["six>=1", 'idna; extra == "web"']
+    assert dists["bare"].requires == ()
+    assert [str(r) for r in dists["old"].requires] == ["attrs>=20", 'idna; extra == "web"']
