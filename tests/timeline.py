@@ -1,6 +1,7 @@
 """A timeline of one ``wh`` command run in-process: where its wall time and its CPU go.
 
     python -m tests.timeline install --locked --lockfile pylock.toml --python VENV
+    python -m tests.timeline --before-backend install --locked ...
 
 Not part of the test suite. The command runs unchanged; its main steps are wrapped where
 they are looked up, and stderr gets one line per step as it ends::
@@ -11,6 +12,10 @@ then the CPU seconds (thread time, summed over every thread) and calls of the fu
 that run while uv writes, at the moment uv exits and at the end, with the process's own
 user and system time and its children's (uv, the probes). On a machine whose cores uv
 keeps busy, wh's CPU during uv costs about that much divided by the cores in wall time.
+
+``--before-backend`` stops the install where it would start uv (the install is rolled
+back, the venv left as it was) and prints the wall and CPU seconds taken until then: the
+Python wh runs before any backend writes, measured without the minute uv takes.
 """
 
 from __future__ import annotations
@@ -147,12 +152,38 @@ def install_wrappers() -> None:
     safeguard.Checker.wait = _timed("Checker.wait", wait)  # type: ignore[method-assign]
 
 
+class _BackendReached(Exception):
+    """Raised where wh would start its backend (``--before-backend``)."""
+
+
+def stop_before_backend() -> None:
+    import installer.backend as backend
+
+    def stop(cmd: list[str], what: str, env: Any) -> None:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        _say(
+            f"[step] {time.perf_counter() - T0:7.2f} {what} would start now: wh CPU until "
+            f"now {own.ru_utime + own.ru_stime:.2f} s (user {own.ru_utime:.2f}, system "
+            f"{own.ru_stime:.2f})"
+        )
+        raise _BackendReached
+
+    backend._run = stop  # type: ignore[assignment]
+
+
 def main() -> None:
+    args = sys.argv[1:]
+    before = "--before-backend" in args
     install_wrappers()
+    if before:
+        args.remove("--before-backend")
+        stop_before_backend()
     from installer.cli import cli
 
     try:
-        cli(args=sys.argv[1:], prog_name="wh")
+        cli(args=args, prog_name="wh")
+    except _BackendReached:
+        _say("[step] stopped before the backend; the install was rolled back")
     finally:
         _usage("at the end")
 
