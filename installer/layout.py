@@ -134,7 +134,7 @@ def key(p: Path | str) -> str:
 def key_under(base_key: str, rel: str) -> str:
     """``key(base / rel)`` for ``base_key == key(base)`` and a "/"-separated ``rel`` in
     normal form (no empty, "." or ".." part: a validated wheel's paths), without
-    normalising the whole path again (0.1 s for the 60,000 files of the GPU stack)."""
+    normalising the whole path again (that took 0.1 s over the GPU stack's 61,000 files)."""
     sep = "" if base_key.endswith(os.sep) else os.sep
     return f"{base_key}{sep}{rel if os.sep == '/' else os.path.normcase(rel)}"
 
