@@ -145,7 +145,7 @@ def plan_record(
                 continue
             here = tops.setdefault(base, {})
             for t in files:
-                top = t.rel.partition("/")[0]
+                top = t.top
                 if top not in here:
                     r = base / top
                     roots.setdefault(key(r), r)
@@ -175,7 +175,7 @@ def plan_record(
             t.path
             for base, files in lay.runs
             for t in files
-            if base not in site_dirs or tops[base][t.rel.partition("/")[0]]
+            if base not in site_dirs or tops[base][t.top]
         ]
         for p in present + list(lay.scripts):
             if os.path.lexists(p) and not (p.is_dir() and not p.is_symlink()):

@@ -106,6 +106,7 @@ class Checker:
         superseded: Mapping[NormalizedName, frozenset[str]] | None = None,
     ) -> None:
         self.env = env
+        self.scripts = Schemes.of(env).scripts  # real path: made once, not per staged check
         self.digests = digests or {}
         self.superseded = superseded or {}
         self.pool = ThreadPoolExecutor(max_workers=usable_cores())
@@ -122,10 +123,10 @@ class Checker:
         moved: Callable[[Path], Path],
         files: Sequence[Target] | None = None,
     ) -> Future[bool]:
-        """Check ``files`` of ``lay`` (default: every file it owns) where the backend staged
-        them (``moved`` maps a final path to its staged one), before they are moved into
-        place: True when every one matched. ``staged_pass`` remembers a wheel whose every
-        part passed.
+        """Check ``files`` of ``lay`` (some of ``own_files(lay)``; default: all of them)
+        where the backend staged them (``moved`` maps a final path to its staged one),
+        before they are moved into place: True when every one matched. ``staged_pass``
+        remembers a wheel whose every part passed.
 
         A rename keeps a file's bytes, so a wheel that passed here needs no check once
         moved; one that did not (the backend was still writing it) is checked again in
@@ -135,11 +136,11 @@ class Checker:
     def _staged(
         self, lay: WheelLayout, moved: Callable[[Path], Path], files: Sequence[Target] | None
     ) -> bool:
-        own = _own_files(lay, self.superseded)
-        if files is not None:
-            own = replace(own, files=tuple(files))
+        own = (
+            _own_files(lay, self.superseded) if files is None else replace(lay, files=tuple(files))
+        )
         try:
-            installed_problems([own], Schemes.of(self.env).scripts, where=moved)
+            installed_problems([own], self.scripts, where=moved)
         except (WhError, OSError):  # decided by the check in place
             return False
         return True

@@ -177,7 +177,7 @@ class Mover:
         for base, files in lay.runs:
             if base in self.site_dirs:
                 for t in files:
-                    groups.setdefault((base, t.rel.partition("/")[0]), []).append(t)
+                    groups.setdefault((base, t.top), []).append(t)
             else:
                 loose.extend(t.path for t in files)
         loose.extend(lay.scripts)
