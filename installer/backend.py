@@ -92,11 +92,29 @@ class UvBackend:
         cmd = self.command(python, wheels, link_mode=link_mode, reinstall=reinstall)
         _run(cmd, "uv", self.environment())
 
-    def stage(self, python: Path, wheels: Sequence[Path], prefix: Path, *, link_mode: str) -> None:
+    def stage(
+        self,
+        python: Path,
+        wheels: Sequence[Path],
+        prefix: Path,
+        *,
+        link_mode: str,
+        cache: Path | None = None,
+    ) -> None:
         """Install ``wheels`` for ``python`` under ``prefix`` (its scheme, that root) in one
-        call: scripts name ``python``, files land where they would in a venv at ``prefix``."""
+        call: scripts name ``python``, files land where they would in a venv at ``prefix``.
+        ``cache``: the uv cache to unpack into instead of the user's (see ``uvcache``)."""
         cmd = self.command(python, [], link_mode=link_mode, reinstall=False)
-        _run([*cmd, "--prefix", str(prefix), *map(str, wheels)], "uv", self.environment())
+        cmd += ["--prefix", str(prefix)]
+        if cache is not None:
+            cmd += ["--cache-dir", str(cache)]
+        _run([*cmd, *map(str, wheels)], "uv", self.environment())
+
+    def cache_dir(self) -> Path | None:
+        """The user's uv cache, as this backend's calls would use it."""
+        from installer.uvcache import cache_dir
+
+        return cache_dir(self.uv, self.environment())
 
 
 class PipBackend:

@@ -414,6 +414,15 @@ def lock(
     type=click.Path(path_type=Path),
     help="Install a `wh bundle` archive or unpacked folder (verified first; implies --locked).",
 )
+@click.option(
+    "--uv-cache",
+    type=click.Choice(["auto", "shared", "private"]),
+    default="auto",
+    show_default=True,
+    help="Copy-mode installs with uv: unpack through the user's uv cache (shared) or a "
+    "throwaway one, each file written once (private); auto: private when uv's cache lacks "
+    "at least half the bytes.",
+)
 def install(
     as_json: bool,
     verbose: int,
@@ -423,6 +432,7 @@ def install(
     reinstall: bool,
     lock_timeout: float,
     bundle: Path | None,
+    uv_cache: str,
     **kw: Any,
 ) -> None:
     """Lock PROFILE (unless --locked) and install it, offline, in dependency order."""
@@ -464,6 +474,7 @@ def install(
             backend_name=kw["backend"],
             link_mode=kw["link_mode"],
             lock_timeout=lock_timeout,
+            uv_cache=uv_cache,
         )
     plan = result.plan
     data = {

@@ -408,7 +408,8 @@ def transaction(
 
 
 def fault_point(batch: int) -> None:
-    """Test hook: ``WH_TEST_FAULT=N:fail|interrupt|sleep:S`` acts after batch N (1-based)."""
+    """Test hook: ``WH_TEST_FAULT=N:fail|interrupt|sleep:S`` acts after batch N (1-based;
+    0: a staged install once the backend has written everything, before any move)."""
     spec = os.environ.get("WH_TEST_FAULT", "")
     if not spec:
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -18,7 +19,13 @@ from installer.layout import Schemes, Target, WheelLayout, layout
 from installer.overwrite import clashes, refuse_clashes
 from installer.plan import Plan
 from installer.staging import stage_root
-from installer.validate import checked_index, installed_problems, refuse_wheels
+from installer.validate import (
+    Hashed,
+    checked_index,
+    installed_problems,
+    refuse_wheels,
+    remember_unpacked,
+)
 
 
 def preflight(
@@ -63,6 +70,7 @@ def verify_installed(
     layouts: Sequence[WheelLayout],
     digests: Mapping[Path, str] | None = None,
     superseded: Mapping[NormalizedName, frozenset[str]] | None = None,
+    hashed: Hashed | None = None,
 ) -> None:
     """The files just installed match their wheels' RECORD (raise inside the transaction).
 
@@ -72,7 +80,8 @@ def verify_installed(
     digests = digests or {}
     superseded = superseded or {}
     todo = [lay for lay in layouts if not verified.known("contents", digests.get(lay.wheel, ""))]
-    installed_problems([_own_files(lay, superseded) for lay in todo], Schemes.of(env).scripts)
+    own = [_own_files(lay, superseded) for lay in todo]
+    installed_problems(own, Schemes.of(env).scripts, hashed=hashed)
     for lay in todo:
         if lay.name not in superseded:
             verified.remember("contents", digests.get(lay.wheel, ""))
@@ -99,6 +108,8 @@ class Checker:
     sglang stack's 182 wheels, installed, page cache warm: 8.8 s one check at a time,
     5.6 s two at a time)."""
 
+    UNPACKED_PART = 128 << 20  # bytes of one wheel hashed by one job in submit_unpacked
+
     def __init__(
         self,
         env: Environment,
@@ -111,11 +122,54 @@ class Checker:
         self.superseded = superseded or {}
         self.pool = ThreadPoolExecutor(max_workers=usable_cores())
         self.pending: list[Future[None]] = []
+        self.hashed: Hashed = {}  # files that matched RECORD before they were installed
+        # per wheel hashed where uv unpacked it (submit_unpacked): that folder, and the jobs
+        self.unpacking: dict[NormalizedName, tuple[str, list[Future[None]]]] = {}
 
     def submit(self, layouts: Sequence[WheelLayout]) -> None:
-        self.pending.append(
-            self.pool.submit(verify_installed, self.env, layouts, self.digests, self.superseded)
+        self.pending.append(self.pool.submit(self._installed, layouts))
+
+    def _installed(self, layouts: Sequence[WheelLayout]) -> None:
+        # a wheel's hashing where uv unpacked it was queued before this check: it is done or
+        # running on another thread, and its files need not be read twice
+        futures.wait([f for lay in layouts for f in self.unpacking.get(lay.name, ("", []))[1]])
+        verify_installed(self.env, layouts, self.digests, self.superseded, self.hashed)
+
+    def submit_unpacked(self, lay: WheelLayout, root: str) -> None:
+        """Hash ``lay``'s files where uv unpacked them (``root``, in a private uv cache the
+        staged files are hardlinked from), so the checks of the installed files find them
+        hashed (``validate.remember_unpacked``). Unless its verdict is remembered already.
+
+        A big wheel is cut into parts of about ``UNPACKED_PART`` bytes, so every core
+        hashes it: uv unpacks the biggest wheels last, and what is left of them when uv
+        exits is the wait before the install ends."""
+        if self.known(lay):
+            return
+        own = _own_files(lay, self.superseded).files
+        parts: list[list[Target]] = [[]]
+        size = 0
+        for t in own:
+            if size >= self.UNPACKED_PART:
+                parts.append([])
+                size = 0
+            parts[-1].append(t)
+            size += int(t.size) if t.size.isdigit() else 0
+        self.unpacking[lay.name] = (
+            root,
+            [
+                self.pool.submit(
+                    remember_unpacked, replace(lay, files=tuple(p)), root, self.scripts, self.hashed
+                )
+                for p in parts
+            ],
         )
+
+    def unpacked(self) -> Iterator[str]:
+        """Each folder ``submit_unpacked`` was given, once its hashing is over, in the order
+        they were given (the order the jobs run in): so it can be removed."""
+        for root, jobs in list(self.unpacking.values()):
+            futures.wait(jobs)
+            yield root
 
     def submit_staged(
         self,
@@ -140,7 +194,7 @@ class Checker:
             _own_files(lay, self.superseded) if files is None else replace(lay, files=tuple(files))
         )
         try:
-            installed_problems([own], self.scripts, where=moved)
+            installed_problems([own], self.scripts, where=moved, hashed=self.hashed)
         except (WhError, OSError):  # decided by the check in place
             return False
         return True

@@ -319,6 +319,55 @@ class Early:
         return whole, some
 
 
+class Unpacked:
+    """With a private uv cache: each wheel's files hashed in the cache as soon as uv has
+    unpacked it there (see ``_stage``).
+
+    uv first unpacks every wheel into its cache, each into a temporary folder renamed to
+    ``archive-v0/<id>`` once complete, and only then links them all into the staging folder
+    within a second. So nothing is staged while uv works, but each finished archive can be
+    hashed at once: the staged files are hardlinks of the same inodes, and the checks of
+    the installed files find them in ``Checker.hashed`` instead of reading them again. A
+    file uv copies instead of linking has another inode and is read then."""
+
+    def __init__(self, check: Checker, archives: Path, layouts: Iterable[WheelLayout]) -> None:
+        self.check = check
+        self.archives = str(archives)
+        # each wheel by its .dist-info folder, the entry that names it in an archive
+        self.by_folder: dict[str, WheelLayout] = {}
+        for lay in layouts:
+            tops = {t.arcname.partition("/")[0] for t in lay.files if t.arcname}
+            for folder in tops:
+                if folder.endswith(".dist-info"):
+                    self.by_folder[folder] = lay
+        self.seen: set[str] = set()
+
+    def poll(self) -> None:
+        try:
+            names = os.listdir(self.archives)
+        except OSError:  # uv has not finished a wheel yet
+            return
+        for name in names:
+            if name in self.seen or name.startswith("."):
+                continue
+            self.seen.add(name)
+            root = f"{self.archives}{os.sep}{name}"
+            try:
+                entries = os.listdir(root)
+            except OSError:
+                continue
+            for entry in entries:
+                lay = self.by_folder.pop(entry, None)
+                if lay is not None:
+                    self.check.submit_unpacked(lay, root)
+
+    def passed(self, layouts: Iterable[WheelLayout]) -> tuple[set[NormalizedName], Checked]:
+        """Once uv exited: nothing counts as checked yet. Every file is checked in place,
+        each wheel's check after its hashing here (``Checker.submit``), which goes on while
+        the batches move; the cache is removed once it is done (``Checker.unpacked``)."""
+        return set(), {}
+
+
 def _folders(rel: str) -> tuple[str, ...]:
     """The entries ``Mover`` may move whole for a file at ``rel``: its top-level entry, and
     the folder one level below it when there is one."""
@@ -392,14 +441,24 @@ def _stage(
     mover: Mover,
     link_mode: str,
     check: Checker,
+    cache: Path | None = None,
 ) -> tuple[set[NormalizedName], Checked]:
     """Run one uv call per round at once; meanwhile check what uv has written (``Early``).
-    Returns the wheels that passed there, and the files that did of the others."""
+    Returns the wheels that passed there, and the files that did of the others.
+    ``cache``: a private uv cache for every call (see ``uvcache``)."""
     root = mover.root
-    early = Early(check, mover, [lay for rnd in staged for lay in rnd])
+    layouts = [lay for rnd in staged for lay in rnd]
+    early: Early | Unpacked
+    if cache is None:
+        early = Early(check, mover, layouts)
+    else:  # uv links every file at the end: hash them in its cache as each wheel is unpacked
+        from installer.uvcache import ARCHIVES
+
+        early = Unpacked(check, cache / ARCHIVES, layouts)
 
     def one(i: int) -> None:
-        uv.stage(python, [lay.wheel for lay in staged[i]], root / str(i), link_mode=link_mode)
+        wheels = [lay.wheel for lay in staged[i]]
+        uv.stage(python, wheels, root / str(i), link_mode=link_mode, cache=cache)
 
     stop = threading.Event()
 
@@ -418,7 +477,7 @@ def _stage(
         finally:
             stop.set()
         watcher.result()
-    return early.passed(lay for rnd in staged for lay in rnd)
+    return early.passed(layouts)
 
 
 def _unchecked(lay: WheelLayout, partly: Checked) -> WheelLayout:
@@ -450,11 +509,14 @@ def write_plan(
     layouts: Mapping[Path, WheelLayout],
     check: Checker,
     status: Callable[[str], None],
+    uv_cache: str = "auto",
 ) -> None:
     """Write the plan's wheels into ``env``, batch after batch (inside the transaction).
 
     With uv and a venv, every wheel is written by one call into the staging folder and
-    each batch is then moved into place; else one backend call per batch."""
+    each batch is then moved into place; else one backend call per batch. ``uv_cache``
+    (``uvcache.MODES``) says whether a staged copy-mode install unpacks through a private
+    uv cache."""
     from installer.backend import UvBackend
 
     schemes = Schemes.of(env)
@@ -462,13 +524,49 @@ def write_plan(
     mover: Mover | None = None
     passed: set[NormalizedName] = set()  # checked where staged, before the move
     partly: Checked = {}  # files of other wheels checked there
-    if isinstance(backend, UvBackend) and len(plan.batches) > 1 and can_stage(env.prefix, schemes):
-        staged = rounds(order)
-        root = stage_root(env.prefix)
-        status(f"writing {len(order)} wheels into {root} with {len(staged)} uv call(s) at once")
-        mover = Mover(root, env.prefix, schemes, staged)
-        passed, partly = _stage(backend, env.python, staged, mover, link_mode, check)
-        mover.check_staged(order)
+    dropped: Future[None] | None = None
+    # a private uv cache is removed on a side thread while the batches move; leaving the
+    # block waits for it, so a rollback after a failure never races the removal
+    with ThreadPoolExecutor(max_workers=1) as side:
+        if (
+            isinstance(backend, UvBackend)
+            and len(plan.batches) > 1
+            and can_stage(env.prefix, schemes)
+        ):
+            staged = rounds(order)
+            root = stage_root(env.prefix)
+            cache = _private_cache(backend, plan, layouts, link_mode, uv_cache, root, status)
+            status(f"writing {len(order)} wheels into {root} with {len(staged)} uv call(s) at once")
+            mover = Mover(root, env.prefix, schemes, staged)
+            mode = "hardlink" if cache else link_mode
+            passed, partly = _stage(backend, env.python, staged, mover, mode, check, cache)
+            journal.fault_point(0)  # everything staged, nothing moved yet
+            if cache is not None:  # speed: its links go while the batches move
+                dropped = side.submit(_drop_cache, cache, check)
+            mover.check_staged(order)
+        _write_batches(
+            plan, env.python, backend, link_mode, layouts, check, status, mover, passed, partly
+        )
+        if dropped is not None:
+            dropped.result()
+    if mover is not None:
+        mover.finish()
+
+
+def _write_batches(
+    plan: Plan,
+    python: Path,
+    backend: Backend,
+    link_mode: str,
+    layouts: Mapping[Path, WheelLayout],
+    check: Checker,
+    status: Callable[[str], None],
+    mover: Mover | None,
+    passed: set[NormalizedName],
+    partly: Checked,
+) -> None:
+    """Move each staged batch into place (``mover``), else install it with one backend call;
+    then queue the check of its files that were not checked where staged."""
     verb = "moving into place" if mover else "installing"
     for i, batch in enumerate(plan.batches, 1):
         status(
@@ -480,7 +578,7 @@ def write_plan(
                 mover.move(layouts[a.package.wheel])
         else:
             backend.install(
-                env.python,
+                python,
                 [a.package.wheel for a in batch],
                 link_mode=link_mode,
                 reinstall=any(a.kind == "reinstall" for a in batch),
@@ -494,5 +592,49 @@ def write_plan(
             ]
         )
         journal.fault_point(i)
-    if mover is not None:
-        mover.finish()
+
+
+def _private_cache(
+    uv: UvBackend,
+    plan: Plan,
+    layouts: Mapping[Path, WheelLayout],
+    link_mode: str,
+    mode: str,
+    root: Path,
+    status: Callable[[str], None],
+) -> Path | None:
+    """The private uv cache to stage through (``uvcache``), or None for the user's: only a
+    copy-mode install has one (another link mode asks for links into the user's cache)."""
+    from installer import uvcache
+
+    if link_mode != "copy":
+        status(f"shared uv cache: link mode {link_mode} links into it")
+        return None
+    wheels = [
+        uvcache.Wheel(
+            a.package.name, str(a.package.version), layouts[a.package.wheel].unpacked_size
+        )
+        for a in plan.changes
+    ]
+    cached = None
+    if mode == "auto":
+        where = uv.cache_dir()
+        cached = uvcache.cached_releases(where) if where is not None else None
+    choice = uvcache.choose(mode, wheels, cached)
+    status(choice.reason)
+    return root / uvcache.PRIVATE_DIR if choice.private else None
+
+
+def _drop_cache(cache: Path, check: Checker) -> None:
+    """Remove a private uv cache once nothing reads it: the staged files it was linked to
+    keep one link each. Each wheel's folder goes as soon as its hashing is over, so most
+    of the removal overlaps hashing what uv unpacked last."""
+    try:
+        for root in check.unpacked():
+            shutil.rmtree(root)
+        shutil.rmtree(cache)
+    except OSError as exc:
+        raise InstallError(
+            f"could not remove the private uv cache {cache}: {exc.strerror or exc}",
+            hint="close programs using files under it; the install was rolled back, retry",
+        ) from exc

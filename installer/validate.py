@@ -45,7 +45,7 @@ from packaging.version import InvalidVersion, Version
 
 from installer.cores import usable_cores
 from installer.errors import WheelhouseError
-from installer.hashing import file_digest
+from installer.hashing import fd_digest, file_digest, open_binary
 from installer.layout import WheelLayout
 from installer.wheelfile import Wheel, ZipIndex, _headers_only, zip_index
 
@@ -362,9 +362,57 @@ def refuse_wheels(found: Sequence[tuple[str, Sequence[str]]]) -> None:
         )
 
 
-def _digest(path: Path | str, algo: str) -> tuple[str, int]:
-    digest, size = file_digest(path, algo)
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode(), size
+# Files hashed before, by identity: (st_dev, st_ino, st_size, st_mtime_ns) -> (algo, digest
+# as RECORD spells it). A hardlink or a rename keeps all four, a write changes the mtime.
+Hashed = dict[tuple[int, int, int, int], tuple[str, str]]
+
+
+def _b64(digest: bytes) -> str:
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _digest(path: Path | str, algo: str, hashed: Hashed | None = None) -> tuple[str, int]:
+    """The RECORD-style digest and size of ``path``; from ``hashed`` when it holds the file
+    (same inode, size and mtime) with this algorithm, without reading it."""
+    if hashed is None:
+        digest, size = file_digest(path, algo)
+        return _b64(digest), size
+    fd = open_binary(path)
+    try:
+        st = os.fstat(fd)
+        known = hashed.get((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+        if known is not None and known[0] == algo:
+            return known[1], st.st_size
+        raw, size = fd_digest(fd, algo)
+        return _b64(raw), size
+    finally:
+        os.close(fd)
+
+
+def remember_unpacked(lay: WheelLayout, root: str, scripts: Path, hashed: Hashed) -> None:
+    """Hash ``lay``'s files as unpacked under ``root`` (the wheel's own tree: ``root`` /
+    arcname, as uv's cache holds it) and put each that matches RECORD in ``hashed``: the
+    installed file, a hardlink of it, then needs no second read. Scripts are left out (an
+    installer rewrites them, so the installed one is a new file); a file that fails here is
+    left to the check of the installed file, which reports it."""
+    for t in lay.files:
+        algo, _, want = t.hash.partition("=")
+        if not (want and t.arcname and algo in _STRONG and t.base != scripts):
+            continue
+        try:
+            fd = open_binary(f"{root}{os.sep}{t.arcname}")
+        except OSError:
+            continue
+        try:
+            raw, size = fd_digest(fd, algo)
+            st = os.fstat(fd)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        # st_ino 0: a filesystem without inode numbers, where identity proves nothing
+        if st.st_ino and _b64(raw) == want.rstrip("=") and (not t.size or t.size == str(size)):
+            hashed[(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)] = (algo, _b64(raw))
 
 
 def installed_problems(
@@ -372,13 +420,15 @@ def installed_problems(
     scripts: Path,
     *,
     where: Callable[[Path], Path] | None = None,
+    hashed: Hashed | None = None,
 ) -> None:
     """After a backend installed ``layouts``: every written file has its RECORD hash and size.
 
     Scripts are left out (installers rewrite their ``#!python`` line). ``where`` maps a base
     folder to the one the files were written under instead (a staging folder). Files are
     hashed on threads in batches (hashlib releases the GIL). Raises the WheelhouseError that
-    ``check_wheels`` raises, for the caller's transaction to roll back.
+    ``check_wheels`` raises, for the caller's transaction to roll back. A file ``hashed``
+    holds is not read again (``remember_unpacked``).
     """
     # speed: one string per file, no Path or dataclass made per file (the sglang stack's
     # 61,000 files, checked while uv still writes: 2.5 CPU-s of bookkeeping before this).
@@ -392,7 +442,9 @@ def installed_problems(
                 if root is None:
                     root = roots[t.base] = str(where(t.base) if where else t.base)
                 path = f"{root}{os.sep}{t.rel}"
-                jobs.append(_Job(lay.wheel.name, t.arcname, path, algo, want.rstrip("="), t.size))
+                jobs.append(
+                    _Job(lay.wheel.name, t.arcname, path, algo, want.rstrip("="), t.size, hashed)
+                )
     batches: list[list[_Job]] = [[]]
     weight = 0
     for job in jobs:
@@ -417,13 +469,14 @@ class _Job(NamedTuple):
     algo: str
     want: str
     size: str
+    hashed: Hashed | None
 
 
 def _check_batch(batch: list[_Job]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for job in batch:
         try:
-            got, actual = _digest(job.path, job.algo)
+            got, actual = _digest(job.path, job.algo, job.hashed)
         except OSError as exc:
             out.append((job.wheel, f"{job.arcname!r} is missing after the install ({exc})"))
             continue

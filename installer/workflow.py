@@ -319,6 +319,7 @@ def do_install(
     backend_name: str | None = None,
     link_mode: str | None = None,
     lock_timeout: float = 600.0,
+    uv_cache: str = "auto",
 ) -> InstallResult:
     from installer import envlock, journal
 
@@ -339,7 +340,7 @@ def do_install(
                 hint="pass --python with the interpreter of the venv to install into",
             )
         return _install_locked(
-            lock, env, python, hooks, dry_run, reinstall, backend_name, link_mode
+            lock, env, python, hooks, dry_run, reinstall, backend_name, link_mode, uv_cache
         )
 
 
@@ -359,6 +360,7 @@ def _install_locked(
     reinstall: bool,
     backend_name: str | None,
     link_mode: str | None,
+    uv_cache: str,
 ) -> InstallResult:
     from installer import safeguard, schedule, staging
     from installer.backend import choose
@@ -404,7 +406,7 @@ def _install_locked(
         safeguard.all_or_nothing(env, plan, layouts),
         safeguard.Checker(env, digests, over) as check,
     ):
-        staging.write_plan(plan, env, backend, mode, by_wheel, check, hooks.status)
+        staging.write_plan(plan, env, backend, mode, by_wheel, check, hooks.status, uv_cache)
         # speed: the environment is probed while the last member checks finish
         with ThreadPoolExecutor(max_workers=1) as side:
             after = side.submit(probe, python)

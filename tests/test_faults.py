@@ -127,14 +127,14 @@ def test_verification_failure_rolls_back(scene: Scene) -> None:
     scene.assert_unchanged()
 
 
-def _start(scene: Scene, fault: str) -> tuple[subprocess.Popen[str], Path]:
+def _start(scene: Scene, fault: str, *extra: str) -> tuple[subprocess.Popen[str], Path]:
     log = scene.root / "install.log"
     env = {**os.environ, "WH_TEST_FAULT": fault, "WH_CACHE_DIR": str(scene.root / ".wh-cache")}
     env.pop("VIRTUAL_ENV", None)
     with log.open("w") as out:
         proc = subprocess.Popen(
             [str(WH), "install", "-r", "p5==2.0", "--wheelhouse", "new",
-             "--python", str(scene.venv), "--lockfile", "new.toml"],
+             "--python", str(scene.venv), "--lockfile", "new.toml", *extra],
             cwd=scene.root, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
     deadline = time.monotonic() + 60
@@ -157,6 +157,21 @@ def test_sigkill_mid_install_is_rolled_back_by_the_next_wh(scene: Scene) -> None
     scene.assert_unchanged()
     again = scene.install_new()
     assert again.returncode == 0, again.stderr
+
+
+def test_sigkill_with_a_full_private_uv_cache_is_rolled_back(scene: Scene) -> None:
+    """Killed once uv has unpacked everything through a private cache, before any move:
+    the next wh removes the staging folder, cache and all."""
+    proc, _log = _start(scene, "0:sleep:60", "--uv-cache", "private")
+    cache = scene.venv / ".wh-stage" / ".uv-cache"
+    assert any(p.is_file() for p in cache.rglob("*"))
+    proc.kill()
+    proc.wait(10)
+    done = wh("verify", "--lockfile", "old.toml", "--python", scene.venv, cwd=scene.root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "rolled back the interrupted install" in done.stderr
+    scene.assert_unchanged()
+    assert not (scene.venv / ".wh-stage").exists()
 
 
 def test_sigkill_then_next_install_recovers_first(scene: Scene) -> None:

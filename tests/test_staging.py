@@ -156,9 +156,13 @@ def test_a_staged_check_passes_sound_files_and_only_reports_the_rest(tmp_path: P
         assert check.submit_staged(lay, lambda p: elsewhere / p.name).result() is False
 
 
-def test_a_lying_record_in_a_staged_install_is_refused_and_rolled_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize("uv_cache", ["shared", "private"])
+def test_a_lying_record_in_a_staged_install_is_refused_and_rolled_back(
+    tmp_path: Path, uv_cache: str
+) -> None:
     """evil's RECORD names other bytes for evil/__init__.py (same size): the check where it
-    was staged fails, the check in place decides, and the venv is as it was."""
+    was staged (or where a private uv cache unpacked it) fails, the check in place decides,
+    and the venv is as it was."""
     from tests.envsnap import diff, snapshot
     from tests.factory import make_wheel
     from tests.hostile import record_hash_mismatch
@@ -170,10 +174,12 @@ def test_a_lying_record_in_a_staged_install_is_refused_and_rolled_back(tmp_path:
     before = snapshot(venv)
     done = wh(
         "install", "-r", "app", "--wheelhouse", house, "--python", venv,
-        "--lockfile", tmp_path / "l.toml", "--backend", "uv", cwd=tmp_path,
+        "--lockfile", tmp_path / "l.toml", "--backend", "uv", "--uv-cache", uv_cache,
+        cwd=tmp_path, env={"WH_UV_CACHE_DIR": str(tmp_path / "uv-cache")},
     )  # fmt: skip
     assert done.returncode != 0
     assert "with 1 uv call(s) at once" in done.stderr
+    assert f"{uv_cache} uv cache (--uv-cache {uv_cache})" in done.stderr
     assert "evil-1.0-py3-none-any.whl: RECORD hash mismatch for 'evil/__init__.py'" in done.stderr
     assert diff(before, snapshot(venv)) == []
 
