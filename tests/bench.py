@@ -577,10 +577,24 @@ class Bench:
             order = lock_levels(lockfile) if who == "uv-levels" else self.batches(lockfile)
             parts = [run([*uv, *batch], env=tuned) for batch in order]
             done = Run(sum(r.wall for r in parts), max(r.rss_mb for r in parts), 0, "")
+        elif who == "uv-private":  # what wh's private uv cache does, without wh
+            done = self._uv_private(uv, venv, files)
         else:  # one call with every wheel: uv's defaults, or wh's setting
             done = run([*uv, *files], env=tuned if who == "uv-tuned" else uv_env)
         shutil.rmtree(venv.parent.parent)  # a GPU stack is ~11 GB installed
         return done
+
+    def _uv_private(self, uv: list[str | Path], python: Path, files: list[Path]) -> Run:
+        """Bare uv unpacking through a throwaway cache inside the venv, hardlinking from it,
+        the cache removed after (timed with it): the files end with one link each, as with
+        copy, and the shared uv cache is not touched."""
+        cache = python.parent.parent / ".uv-private-cache"
+        cmd = [*uv, "--cache-dir", cache, *files]
+        cmd[cmd.index("--link-mode=copy")] = "--link-mode=hardlink"
+        done = run(cmd, env=dict(self.env, UV_CONCURRENT_INSTALLS=str(wh_uv_installs())))
+        t0 = time.perf_counter()
+        shutil.rmtree(cache)
+        return Run(done.wall + time.perf_counter() - t0, done.rss_mb, done.rc, done.out)
 
     def batches(self, lockfile: Path) -> list[list[Path]]:
         """The backend calls wh makes for this lock into a fresh venv (its dry-run plan)."""
@@ -678,6 +692,8 @@ class Bench:
             f"uv cache {state}",
             "uv-levels": f"uv with wh's setting, one call per dependency level of the lock, "
             f"uv cache {state}",
+            "uv-private": "bare uv with wh's setting through a throwaway cache in the venv, "
+            "--link-mode=hardlink, the cache removed after (what wh's private uv cache does)",
         }
         for _ in range(n):
             for who, cache in caches.items():
@@ -714,6 +730,18 @@ class Bench:
                 "what the balanced order costs",
             ),
             ("wh", "uv-batches", "wh install / uv by wh's batches", "what wh itself costs"),
+            (
+                "wh",
+                "uv-private",
+                "wh install / bare uv through a throwaway cache",
+                "what wh costs over the same uv strategy",
+            ),
+            (
+                "uv-private",
+                "uv",
+                "bare uv through a throwaway cache / bare uv",
+                "what the private cache alone gives",
+            ),
         ]
         for a, b, what, why in ratios:
             if a in rows and b in rows:
@@ -767,7 +795,7 @@ class Bench:
         )
 
 
-INSTALL_ROWS = ("wh", "uv", "uv-tuned", "uv-batches", "uv-levels")
+INSTALL_ROWS = ("wh", "uv", "uv-tuned", "uv-batches", "uv-levels", "uv-private")
 
 
 def lock_levels(lockfile: Path) -> list[list[Path]]:

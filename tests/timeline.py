@@ -47,12 +47,15 @@ STEPS = [
     ("installer.staging", "superseded"),
     ("installer.staging", "rounds"),
     ("installer.staging", "_stage"),
+    ("installer.staging", "_drop_cache"),
 ]
 # (module, class or None, function): CPU time of each call, on whichever thread runs it
 COUNTED = [
-    ("installer.hashing", None, "file_digest"),
+    ("installer.hashing", None, "fd_digest"),
     ("installer.validate", None, "installed_problems"),
+    ("installer.validate", None, "remember_unpacked"),
     ("installer.staging", "Early", "poll"),
+    ("installer.staging", "Unpacked", "poll"),
     ("installer.safeguard", "Checker", "_staged"),
     ("installer.verified", None, "remember"),
 ]
