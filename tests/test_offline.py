@@ -29,7 +29,10 @@ def no_network() -> list[str]:
     return NONET
 
 
-def test_lock_install_verify_without_network(no_network: list[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("uv_cache", ["auto", "shared", "private"])
+def test_lock_install_verify_without_network(
+    no_network: list[str], tmp_path: Path, uv_cache: str
+) -> None:
     make_wheel(tmp_path / "house", "base", "1.0")
     make_wheel(tmp_path / "house", "app", "1.0", ["base>=1"])
     venv = make_venv(tmp_path / "venv")
@@ -38,9 +41,12 @@ def test_lock_install_verify_without_network(no_network: list[str], tmp_path: Pa
     assert lock.returncode == 0, lock.stderr
     inst = wh(
         "install", "--locked", "--python", venv, "--lockfile", "app.toml",
-        "--check-import", "app", cwd=tmp_path, prefix=no_network,
+        "--check-import", "app", "--uv-cache", uv_cache, cwd=tmp_path, prefix=no_network,
+        env={"WH_UV_CACHE_DIR": str(tmp_path / "uv-cache")},
     )  # fmt: skip
     assert inst.returncode == 0, inst.stderr
+    chosen = "shared" if uv_cache == "shared" else "private"  # auto: the cache is empty
+    assert f"· {chosen} uv cache" in inst.stderr
     ver = wh("verify", *common, cwd=tmp_path, prefix=no_network)
     assert ver.returncode == 0, ver.stdout + ver.stderr
     assert "verification passed" in ver.stdout
