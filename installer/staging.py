@@ -364,7 +364,9 @@ class Unpacked:
     def passed(self, layouts: Iterable[WheelLayout]) -> tuple[set[NormalizedName], Checked]:
         """Once uv exited: nothing counts as checked yet. Every file is checked in place,
         each wheel's check after its hashing here (``Checker.submit``), which goes on while
-        the batches move; the cache is removed once it is done (``Checker.unpacked``)."""
+        the batches move; the cache is removed once it is done (``Checker.unpacked``).
+        The archives uv finished since the last poll are queued first."""
+        self.poll()
         return set(), {}
 
 
