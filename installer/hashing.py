@@ -45,6 +45,23 @@ def fd_digest(fd: int, algo: str = "sha256") -> tuple[bytes, int]:
     return h.digest(), size
 
 
+def parts(
+    items: Iterable[T], size: Callable[[T], int], max_bytes: int, max_items: int = 1 << 62
+) -> list[list[T]]:
+    """``items`` in order, cut into runs for the threads that hash them: a new run starts
+    once the last holds ``max_items`` items or ``max_bytes`` bytes (by ``size``). Always at
+    least one run, empty when ``items`` is."""
+    out: list[list[T]] = [[]]
+    held = 0
+    for item in items:
+        if len(out[-1]) >= max_items or held >= max_bytes:
+            out.append([])
+            held = 0
+        out[-1].append(item)
+        held += size(item)
+    return out
+
+
 def sha256_file(path: Path) -> str:
     return file_digest(path)[0].hex()
 

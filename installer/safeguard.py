@@ -15,6 +15,7 @@ from installer import envlock, journal, verified
 from installer.cores import usable_cores
 from installer.environment import Environment, probe
 from installer.errors import WhError
+from installer.hashing import parts
 from installer.layout import Schemes, Target, WheelLayout, layout
 from installer.overwrite import clashes, refuse_clashes
 from installer.plan import Plan
@@ -23,6 +24,7 @@ from installer.validate import (
     Hashed,
     checked_index,
     installed_problems,
+    record_size,
     refuse_wheels,
     remember_unpacked,
 )
@@ -146,21 +148,13 @@ class Checker:
         if self.known(lay):
             return
         own = _own_files(lay, self.superseded).files
-        parts: list[list[Target]] = [[]]
-        size = 0
-        for t in own:
-            if size >= self.UNPACKED_PART:
-                parts.append([])
-                size = 0
-            parts[-1].append(t)
-            size += int(t.size) if t.size.isdigit() else 0
         self.unpacking[lay.name] = (
             root,
             [
                 self.pool.submit(
                     remember_unpacked, replace(lay, files=tuple(p)), root, self.scripts, self.hashed
                 )
-                for p in parts
+                for p in parts(own, record_size, self.UNPACKED_PART)
             ],
         )
 

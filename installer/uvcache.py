@@ -46,7 +46,7 @@ class Wheel:
 
     name: NormalizedName
     version: str
-    size: int  # bytes of the wheel file
+    size: int  # bytes it installs (RECORD's sizes)
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,8 @@ def cached_releases(cache: Path) -> set[Release]:
 def choose(mode: str, wheels: Sequence[Wheel], cached: Iterable[Release] | None) -> Choice:
     """Pure: private or shared for ``mode``, given what uv's cache holds (``cached``; None
     when it could not be read, which counts as holding nothing)."""
+    if mode not in MODES:
+        raise ValueError(f"uv cache mode {mode!r} is not one of {', '.join(MODES)}")
     if mode == "shared":
         return Choice(False, "shared uv cache (--uv-cache shared)")
     if mode == "private":

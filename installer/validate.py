@@ -45,8 +45,8 @@ from packaging.version import InvalidVersion, Version
 
 from installer.cores import usable_cores
 from installer.errors import WheelhouseError
-from installer.hashing import fd_digest, file_digest, open_binary
-from installer.layout import WheelLayout
+from installer.hashing import fd_digest, file_digest, open_binary, parts
+from installer.layout import Target, WheelLayout
 from installer.wheelfile import Wheel, ZipIndex, _headers_only, zip_index
 
 # RECORD may not hash itself or its signatures.
@@ -445,14 +445,7 @@ def installed_problems(
                 jobs.append(
                     _Job(lay.wheel.name, t.arcname, path, algo, want.rstrip("="), t.size, hashed)
                 )
-    batches: list[list[_Job]] = [[]]
-    weight = 0
-    for job in jobs:
-        if len(batches[-1]) >= 256 or weight >= 256 << 20:
-            batches.append([])
-            weight = 0
-        batches[-1].append(job)
-        weight += int(job.size) if job.size.isdigit() else 0
+    batches = parts(jobs, record_size, 256 << 20, 256)
     workers = min(len(batches), usable_cores())
     with ThreadPoolExecutor(max_workers=workers or 1) as pool:
         found = [why for batch in pool.map(_check_batch, batches) for why in batch]
@@ -460,6 +453,11 @@ def installed_problems(
     for wheel, why in found:
         bad.setdefault(wheel, []).append(why)
     refuse_wheels(sorted(bad.items()))
+
+
+def record_size(row: _Job | Target) -> int:
+    """The bytes RECORD gives for a file (0 where it gives none)."""
+    return int(row.size) if row.size.isdigit() else 0
 
 
 class _Job(NamedTuple):

@@ -51,6 +51,8 @@ def test_shared_and_private_are_taken_as_given() -> None:
     wheels = _wheels(("torch", "2.9.1", 900))
     assert not choose("shared", wheels, set()).private
     assert choose("private", wheels, {release("torch", "2.9.1")}).private
+    with pytest.raises(ValueError, match="'Private' is not one of auto, shared, private"):
+        choose("Private", wheels, set())
 
 
 def test_cached_releases_reads_uvs_pointer_files(tmp_path: Path) -> None:
