@@ -10,7 +10,7 @@ from typing import Protocol
 
 from installer import proc
 from installer.cores import usable_cores
-from installer.errors import InstallError, ProcessError
+from installer.errors import InstallError, ProcessError, UsageError
 
 
 class Backend(Protocol):
@@ -47,7 +47,7 @@ def concurrent_installs(environ: Mapping[str, str]) -> int:
     if not raw:
         return 2 * usable_cores()
     if not raw.isdecimal() or int(raw) < 1:  # isdigit() takes "²", which int() refuses
-        raise InstallError(
+        raise UsageError(
             f"WH_UV_CONCURRENT_INSTALLS={raw!r} is not a positive whole number",
             hint="set it to how many wheels uv may write at once (e.g. 8), or unset it",
         )

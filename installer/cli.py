@@ -112,7 +112,7 @@ def profile_options(f: F) -> F:
             "--config",
             "configs",
             multiple=True,
-            type=click.Path(path_type=Path),
+            type=click.Path(path_type=Path, exists=True, dir_okay=False),
             help="Extra wh.toml/pyproject.toml to search for profiles.",
         ),
         click.option(
@@ -194,6 +194,17 @@ def _profile(kw: dict[str, Any]) -> Profile:
         link_mode=kw["link_mode"],
         backend=kw["backend"],
     )
+
+
+def _known_profile(kw: dict[str, Any]) -> Profile:
+    """The named profile where one is given and defined; else an empty one (a lock made
+    from flags, or a bundle's, carries its own protections and checks)."""
+    from installer.profile import Profile, default_search, load_profile
+
+    name = kw["profile_name"]
+    if not name:
+        return Profile(name="cli")
+    return load_profile(name, [*kw["configs"], *default_search(Path.cwd())])
 
 
 def _lock_path(kw: dict[str, Any], profile_name: str) -> Path:
@@ -338,7 +349,15 @@ def lock(
         if check:
             from installer.workflow import check_lock
 
-            problems = check_lock(profile, wheelhouse, path, _spec(kw), hooks)
+            problems = check_lock(
+                profile,
+                wheelhouse,
+                path,
+                _spec(kw),
+                hooks,
+                prereleases=prereleases,
+                use_installed=not ignore_installed,
+            )
             if problems:
                 raise LockError(
                     f"{path} is out of date",
@@ -423,6 +442,15 @@ def lock(
     "throwaway one, each file written once (private); auto: private when uv's cache lacks "
     "at least half the bytes.",
 )
+@click.option(
+    "--checks",
+    "checks_mode",
+    type=click.Choice(["all", "warn"]),
+    default="all",
+    show_default=True,
+    help="all: a failed import/snippet check undoes the install; warn: install and report "
+    "it (a build box without a GPU).",
+)
 def install(
     as_json: bool,
     verbose: int,
@@ -433,6 +461,7 @@ def install(
     lock_timeout: float,
     bundle: Path | None,
     uv_cache: str,
+    checks_mode: str,
     **kw: Any,
 ) -> None:
     """Lock PROFILE (unless --locked) and install it, offline, in dependency order."""
@@ -455,16 +484,39 @@ def install(
         )
         locked = True
     python = kw["python"] or default_python()
+    from installer.asked import from_flags
+
+    preread = None
     if locked:
         if not (kw["profile_name"] or kw["lockfile"]):
             raise click.UsageError("name a PROFILE or pass --lockfile")
         path = _lock_path(kw, str(kw["profile_name"]))
+        # the named profile's protections guard a lock made without them
+        asked = from_flags(
+            _known_profile(kw).protections,
+            kw["protections"],
+            kw["imports"],
+            kw["snippets"],
+            checks_mode,
+        )
     else:
         profile = _profile(kw)
         path = _lock_path(kw, profile.name)
+        asked = from_flags((), (), (), (), checks_mode)  # the profile's are in the lock
     with _hooks(as_json) as hooks:
         if not locked:
-            do_lock(profile, wheelhouse, path, _spec({**kw, "python": python}), hooks)
+            made = do_lock(
+                profile,
+                wheelhouse,
+                path,
+                _spec({**kw, "python": python}),
+                hooks,
+                write=not dry_run,  # a dry run writes nothing, the lock included
+            )
+            if dry_run:
+                from installer import lock as lockmod
+
+                preread = lockmod.parse(made.data, path)
         result = do_install(
             path,
             python,
@@ -475,6 +527,8 @@ def install(
             link_mode=kw["link_mode"],
             lock_timeout=lock_timeout,
             uv_cache=uv_cache,
+            asked=asked,
+            lock=preread,
         )
     plan = result.plan
     data = {
@@ -536,20 +590,28 @@ def _print_findings(findings: list[Any]) -> None:
 def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
     """Check an environment against PROFILE's lock: closure, protections, checks."""
     from installer import lock as lockmod
+    from installer.asked import from_flags
     from installer.environment import default_python
     from installer.profile import default_lock_path
     from installer.workflow import verify_env
 
-    name = kw["profile_name"] or ("cli" if kw["requirements"] else None)
+    name = kw["profile_name"]
     if name is None and not kw["lockfile"]:
         raise click.UsageError("name a PROFILE or pass --lockfile")
     path = kw["lockfile"] or default_lock_path(str(name))
     from installer.safeguard import recover_env
 
-    recovered = recover_env(python or default_python())  # a killed install is rolled back
+    asked = from_flags(
+        _known_profile(kw).protections if name and name != "cli" else (),
+        kw["protections"],
+        kw["imports"],
+        kw["snippets"],
+    )
+    target = python or default_python()
+    recovered = recover_env(target)  # a killed install is rolled back
     if recovered:
         click.echo(recovered, err=True)
-    findings = verify_env(lockmod.read(path), python or default_python())
+    findings = verify_env(lockmod.read(path), target, asked=asked)
     _emit(
         as_json,
         {"lockfile": str(path), "verify": [f.to_json() for f in findings]},
@@ -587,6 +649,16 @@ def why(
 
     if not lockfile and not profile_name:
         raise click.UsageError("name a PROFILE or pass --lockfile")
+    if version:
+        from packaging.version import InvalidVersion
+
+        try:
+            Version(version)
+        except InvalidVersion:
+            raise click.BadParameter(
+                f"{version!r} is not a PEP 440 version (e.g. 0.4.1, 2.9.1+cu130)",
+                param_hint="--version",
+            ) from None
     path = lockfile or default_lock_path(str(profile_name))
     lk = lockmod.read(path)
     key = canonicalize_name(name)
@@ -811,6 +883,23 @@ def bundle(
         click.echo("offline: unpack it, then run install.ps1 (Windows) or install.sh")
 
     _emit(as_json, data, text)
+
+
+def _refusals() -> None:
+    """Options a command cannot use where given are refused with why (installer/cli_flags)."""
+    from installer import cli_flags as cf
+
+    for cmd, rules in (
+        (install, cf.INSTALL),
+        (verify, cf.VERIFY),
+        (fetch, cf.FETCH),
+        (bundle, cf.BUNDLE),
+        (why, cf.WHY),
+    ):
+        cf.refuse_in(cmd, rules)
+
+
+_refusals()
 
 
 def main() -> None:

@@ -105,11 +105,31 @@ class Environment:
 
 
 def default_python() -> Path:
-    """The active environment's interpreter: $VIRTUAL_ENV if set, else this interpreter."""
+    """The active environment's interpreter ($VIRTUAL_ENV). Without one there is no target:
+    wh never picks the environment it runs from (installing there replaces wh's own
+    dependencies)."""
     venv = os.environ.get("VIRTUAL_ENV")
-    if venv:
+    own = Path(sys.prefix)
+    if venv and not _same(Path(venv), own):
         return venv_python(Path(venv))
-    return Path(sys.executable)
+    raise TargetError(
+        "no target environment: no --python was given and "
+        + (
+            f"the active environment {venv} is wh's own"
+            if venv
+            else "no virtual environment is active"
+        ),
+        hint="name the target with --python PATH (an interpreter or a venv folder), or "
+        "activate the venv to install into (VIRTUAL_ENV); wh never installs into the "
+        f"environment it runs from ({own})",
+    )
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def venv_python(venv: Path) -> Path:
@@ -169,7 +189,21 @@ def _run_probe(python: Path) -> dict[str, Any]:
             details=exc.details,
             hint="check that it is a working CPython >= 3.8",
         ) from exc
-    data: dict[str, Any] = json.loads(done.stdout)
+    try:
+        data: dict[str, Any] = json.loads(done.stdout)
+    except ValueError:
+        first = (done.stdout.strip().splitlines() or ["(nothing)"])[0][:200]
+        raise TargetError(
+            f"{python} is not a Python interpreter wh can use: its answer to the probe is not JSON",
+            details=[f"it printed: {first}"],
+            hint="pass --python with a CPython >= 3.8 interpreter or a venv folder",
+        ) from None
+    if not isinstance(data, dict) or "markers" not in data:
+        raise TargetError(
+            f"{python} is not a Python interpreter wh can use: its answer to the probe "
+            "lacks the environment's markers",
+            hint="pass --python with a CPython >= 3.8 interpreter or a venv folder",
+        )
     return data
 
 

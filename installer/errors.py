@@ -38,6 +38,13 @@ class WhError(Exception):
         }
 
 
+class UsageError(WhError):
+    """An option or setting (an environment variable) has a value wh cannot use."""
+
+    exit_code = 2
+    kind = "usage"
+
+
 class WheelhouseError(WhError):
     """A wheelhouse, or a wheel in it, is unusable."""
 

@@ -226,7 +226,12 @@ def read(path: Path, *, require_digest: bool = True) -> Lock:
             f"lock {path} does not exist",
             hint=f"create it with `wh lock PROFILE --lockfile {path}`",
         )
-    data = path.read_bytes()
+    return parse(path.read_bytes(), path, require_digest=require_digest)
+
+
+def parse(data: bytes, path: Path, *, require_digest: bool = True) -> Lock:
+    """A lock's bytes as if read from ``path`` (wheel paths are relative to its folder):
+    what `install --dry-run` plans from without writing the lock."""
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -71,31 +71,45 @@ class Plan:
         }
 
 
+@dataclass(frozen=True)
+class Guard:
+    """A protection the plan enforces: ``version`` None keeps whatever is installed; a
+    version also lets the plan install exactly that build where the environment lacks it."""
+
+    name: NormalizedName
+    version: Version | None = None
+    reason: str = ""
+
+
 def make_plan(
     lock: Lock,
     installed: Mapping[NormalizedName, InstalledDist],
     *,
-    protected: Mapping[NormalizedName, str] | None = None,
+    protected: Mapping[NormalizedName, Guard] | None = None,
     reinstall: bool = False,
 ) -> Plan:
-    """Compare the lock with the environment. ``protected`` maps a name to its reason.
+    """Compare the lock with the environment. ``protected`` adds the caller's protections
+    (``--protect``, the profile's) to the lock's ``[tool.wh].protections``.
 
-    Protected names come from the lock's ``[tool.wh].protections`` plus any the caller adds;
-    a plan that would replace, reinstall or add a protected distribution is refused.
+    A plan that would replace, reinstall or remove a protected distribution is refused; one
+    that installs a protected name is refused unless the lock's wheel is exactly the
+    protected build and the environment has none (a fresh venv gets torch 2.9.1+cu130).
     """
-    prot: dict[NormalizedName, str] = {}
-    for p in lock.protections:
-        prot[canonicalize_name(p["name"])] = str(p.get("reason", ""))
-    prot.update(protected or {})
+    prot: dict[NormalizedName, Guard] = {}
     refusals: list[Refusal] = []
     for p in lock.protections:
         name = canonicalize_name(p["name"])
-        have = installed.get(name)
         want = Version(p["version"])
+        prot[name] = Guard(name, want, str(p.get("reason", "")))
+        have = installed.get(name)
+        locked = lock.packages.get(name)
         if have is None:
-            refusals.append(
-                Refusal(name, f"protected {name} {want} is not installed in the target environment")
-            )
+            if locked is None or locked.version != want:
+                refusals.append(
+                    Refusal(
+                        name, f"protected {name} {want} is not installed in the target environment"
+                    )
+                )
         elif have.version != want:
             refusals.append(
                 Refusal(
@@ -107,6 +121,22 @@ def make_plan(
             refusals.append(
                 Refusal(name, f"protected {name} {want} has changed files since it was locked")
             )
+    for name, guard in (protected or {}).items():
+        have = installed.get(name)
+        if guard.version is not None and have is not None and have.version != guard.version:
+            refusals.append(
+                Refusal(
+                    name,
+                    f"{name} is protected as {guard.version} but the environment has "
+                    f"{have.version}",
+                )
+            )
+        old = prot.get(name)
+        prot[name] = Guard(
+            name,
+            guard.version or (old.version if old else None),
+            guard.reason or (old.reason if old else ""),
+        )
     actions: dict[NormalizedName, Action] = {}
     for name, pkg in lock.packages.items():
         have = installed.get(name)
@@ -118,14 +148,18 @@ def make_plan(
             kind = "reinstall"
         else:
             kind = "keep"
-        if name in prot and kind != "keep":
+        g = prot.get(name)
+        exact = g is not None and g.version is not None and g.version == pkg.version
+        if g is not None and kind == "install" and exact:
+            pass  # the protected build itself, into an environment that lacks it
+        elif g is not None and kind != "keep":
             if not any(r.name == name for r in refusals):
                 refusals.append(
                     Refusal(
                         name,
                         f"the plan would {kind} protected {name}"
                         + (f" {have.version}" if have else "")
-                        + f" with {pkg.version} ({prot[name] or 'no reason given'})",
+                        + f" with {pkg.version} ({g.reason or 'no reason given'})",
                     )
                 )
             kind = "keep"

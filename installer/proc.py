@@ -70,9 +70,10 @@ def run(
             timeout=timeout,
             check=False,
         )
-    except FileNotFoundError as exc:
+    except OSError as exc:  # missing, not executable (/etc/passwd), not a program
         raise ProcessError(
-            f"cannot run {argv[0]}: {exc.strerror}",
+            f"cannot run {argv[0]}: {exc.strerror or exc}",
+            details=[display],
             hint="check that the program exists and is executable",
         ) from exc
     except subprocess.TimeoutExpired as exc:

@@ -116,6 +116,9 @@ class Profile:
         prot = {p.name: p for p in self.protections}
         for text in protections:
             p = _protection(text, where)
+            # `--protect torch==2.9.1+cu130` names the build; the profile's reason still holds
+            if p.name in prot and prot[p.name].reason:
+                p = replace(p, reason=prot[p.name].reason)
             prot[p.name] = p
         return replace(
             self,

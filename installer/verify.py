@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -11,6 +12,8 @@ from packaging.utils import NormalizedName, canonicalize_name
 from installer import proc
 from installer.environment import Environment, InstalledDist
 from installer.lock import Lock
+from installer.outside import unsatisfied
+from installer.plan import Guard
 
 
 @dataclass(frozen=True)
@@ -20,9 +23,13 @@ class Finding:
     ok: bool
     kind: str  # installed | requirement | override | protection | check | warning
     message: str
+    advice: str = ""  # what can make it pass (shown with a failure)
 
     def to_json(self) -> dict[str, object]:
-        return {"ok": self.ok, "kind": self.kind, "message": self.message}
+        out: dict[str, object] = {"ok": self.ok, "kind": self.kind, "message": self.message}
+        if self.advice:
+            out["advice"] = self.advice
+        return out
 
 
 def closure(env: Environment, lock: Lock) -> list[Finding]:
@@ -129,31 +136,126 @@ def protections(
 def run_checks(
     env: Environment, imports: list[str], snippets: list[dict[str, str]]
 ) -> list[Finding]:
-    """Import checks and Python snippets, each run in the target interpreter."""
+    """Import checks and Python snippets, each run in the target interpreter. A failure
+    carries its whole exception chain and, for a library the loader cannot find, its name."""
     out: list[Finding] = []
     for mod in imports:
         done = proc.run(
             [env.python, "-c", f"import {mod}"], env=proc.clean_env(), check=False, timeout=600
         )
-        tail = (done.stderr.strip().splitlines() or [""])[-1]
+        ok = done.returncode == 0
+        cause, advice = ("", "") if ok else failure_cause(done.stderr or done.stdout)
         out.append(
-            Finding(
-                done.returncode == 0,
-                "check",
-                f"import {mod}" + ("" if done.returncode == 0 else f" failed: {tail}"),
-            )
+            Finding(ok, "check", f"import {mod}" + ("" if ok else f" failed: {cause}"), advice)
         )
     for snip in snippets:
         done = proc.run(
             [env.python, "-c", snip["code"]], env=proc.clean_env(), check=False, timeout=600
         )
         label = snip.get("description") or snip["code"]
-        tail = ((done.stderr or done.stdout).strip().splitlines() or [""])[-1]
-        out.append(
-            Finding(
-                done.returncode == 0,
-                "check",
-                label + ("" if done.returncode == 0 else f" failed: {tail}"),
-            )
+        ok = done.returncode == 0
+        cause, advice = ("", "") if ok else failure_cause(done.stderr or done.stdout)
+        if not ok and not cause:
+            cause = f"exit code {done.returncode}"
+        out.append(Finding(ok, "check", label + ("" if ok else f" failed: {cause}"), advice))
+    return out
+
+
+_LIBRARY = re.compile(
+    r"(?P<lib>[\w.+-]+\.(?:so(?:\.\d+)*|dll|dylib)): cannot open shared object file"
+    r"|(?:Library not loaded|image not found)[: ]+(?P<mac>\S+)"
+    r"|DLL load failed while importing (?P<win>\w+)"
+)
+
+
+def failure_cause(output: str) -> tuple[str, str]:
+    """The exception chain of a traceback (every exception line, last first) and advice.
+
+    Python prints a chain root cause first ("The above exception was the direct cause of
+    the following exception"); the lines that start at column 0 and are neither
+    "Traceback" nor those joiners are the exceptions themselves.
+    """
+    lines = output.strip().splitlines()
+    chain = [
+        ln.strip()
+        for ln in lines
+        if ln
+        and not ln[0].isspace()
+        and not ln.startswith("Traceback")
+        and not ln.startswith(("The above exception", "During handling of the above"))
+    ]
+    cause = " <- caused by: ".join(reversed(chain)) if chain else (lines[-1] if lines else "")
+    m = _LIBRARY.search(output)
+    if m:
+        lib = m.group("lib") or m.group("mac") or m.group("win")
+        return cause, (
+            f"the loader cannot find {lib}: add the wheel that ships it to the lock (for "
+            "libnvrtc/libcudart/libcublas: the nvidia-cuda-nvrtc/-runtime/cublas wheels of "
+            "the CUDA major the build needs) or put its folder on LD_LIBRARY_PATH (PATH on "
+            "Windows); on a build box without that library or GPU, install with --checks warn"
         )
+    missing = re.search(r"No module named '([^']+)'", output)
+    if missing:
+        return cause, (
+            f"no module {missing.group(1)!r} in the environment: add the distribution that "
+            "provides it to the profile's requirements, or correct the check's module name"
+        )
+    return cause, "run the check by hand in the target interpreter to see all of its output"
+
+
+def guarded(
+    env: Environment,
+    guards: Mapping[NormalizedName, Guard],
+    before: Mapping[NormalizedName, InstalledDist] | None,
+) -> list[Finding]:
+    """Protections given at install/verify time: present, at their version, unchanged."""
+    out: list[Finding] = []
+    for name in sorted(guards):
+        g = guards[name]
+        have = env.dists.get(name)
+        if have is None:
+            out.append(Finding(False, "protection", f"protected {name} is missing"))
+        elif g.version is not None and have.version != g.version:
+            out.append(
+                Finding(False, "protection", f"protected {name} is {have.version}, not {g.version}")
+            )
+        elif (
+            before is not None
+            and name in before
+            and (
+                before[name].version != have.version
+                or before[name].record_sha256 != have.record_sha256
+            )
+        ):
+            out.append(Finding(False, "protection", f"protected {name} {have.version} changed"))
+        else:
+            out.append(Finding(True, "protection", f"protected {name} {have.version} unchanged"))
+    return out
+
+
+def whole_environment(
+    env: Environment, lock: Lock, before: Environment | None = None
+) -> list[Finding]:
+    """Every installed distribution's requirements, not only the lock's closure (which
+    ``closure`` reports): a failure the install caused fails; one already there before it
+    is a warning."""
+    covered = set(lock.packages) | {canonicalize_name(p["name"]) for p in lock.protections}
+    now = unsatisfied({n: d for n, d in env.dists.items()}, env.target)
+    was = unsatisfied(before.dists, before.target) if before is not None else {}
+    out: list[Finding] = []
+    for (name, req), message in sorted(now.items()):
+        if name in covered:
+            continue  # closure() reported it
+        if (name, req) in was:
+            out.append(Finding(True, "warning", f"{message} (already so before this install)"))
+        else:
+            out.append(
+                Finding(
+                    False,
+                    "requirement",
+                    message + " (outside the lock)",
+                    f"add {name} to the profile's requirements so the lock resolves it with "
+                    "the rest, or install what it requires",
+                )
+            )
     return out

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.utils import NormalizedName, canonicalize_name
 
 from installer import lock as lockmod
+from installer.asked import Asked
 from installer.environment import Environment, probe, venv_prefix
 from installer.errors import (
     LockError,
@@ -26,12 +27,12 @@ from installer.hooks import Hooks, TargetSpec
 from installer.scan import Prehash, Wheelhouse, add_hashes, known_digests, scan
 from installer.target import Target
 from installer.validate import refuse_ambiguous
-from installer.verify import Finding, closure, protections, run_checks
+from installer.verify import Finding, closure, guarded, protections, run_checks, whole_environment
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from installer.candidates import Pinned
     from installer.plan import Plan
-    from installer.profile import Profile
+    from installer.profile import Profile, Protection
     from installer.resolve import Resolution
 
 
@@ -63,7 +64,11 @@ def pins_for(
         if env is not None:
             have = env.dists.get(p.name)
             if have is None:
-                absent.add(p.name)
+                exact = _exact_build(p, wheelhouse)
+                if exact is not None:  # the named build is in the wheelhouse: install it
+                    pins[p.name] = exact
+                else:
+                    absent.add(p.name)
                 continue
             if p.version is not None and p.version != have.version:
                 raise ProtectionError(
@@ -85,6 +90,20 @@ def pins_for(
             requires = same[0].requires_dist if same else ()
             pins[p.name] = Pinned(p.name, p.version, requires, p.reason)
     return pins, absent
+
+
+def _exact_build(p: Protection, wheelhouse: Wheelhouse) -> Pinned | None:
+    """The protection's exact build (``torch==2.9.1+cu130``) as a pin on its wheelhouse
+    wheel, for an environment that lacks it; None when no version is named or no wheel has it.
+    """
+    from installer.candidates import Pinned
+
+    if p.version is None:
+        return None
+    same = [w for w in wheelhouse.wheels if w.name == p.name and w.version == p.version]
+    if not same:
+        return None
+    return Pinned(p.name, p.version, same[0].requires_dist, p.reason)
 
 
 def do_lock(
@@ -145,6 +164,15 @@ def do_lock(
     digests = {w.path: w.sha256 for w in hashed}
     refuse_ambiguous(hashed, locked_names)  # reliability: one file per identity
     missing = sorted(absent & set(resolution.packages))
+    # an exact build pinned from the wheelhouse whose wheel does not fit the target
+    missing += sorted(
+        n
+        for n, pin in pins.items()
+        if env is not None
+        and n not in env.dists
+        and n in resolution.packages
+        and resolution.packages[n].candidate.wheel is None
+    )
     if missing and env is not None:
         name = missing[0]
         chosen = resolution.packages[name]
@@ -152,8 +180,26 @@ def do_lock(
             f"{name} is protected but not installed in {env.python}; the plan would install "
             f"{name} {chosen.candidate.version} from the wheelhouse",
             details=[f"{who} requires {req}" for who, req in chosen.required_by],
-            hint=f"install the {name} build you need into the environment first, or remove the "
-            "protection deliberately",
+            hint=f"install the {name} build you need into the environment first, or name the "
+            f"exact build to install from the wheelhouse: "
+            + (
+                " or ".join(
+                    f"--protect '{name}=={v}'"
+                    for v in sorted({w.version for w in wh.wheels if w.name == name}, reverse=True)
+                )
+                or f"--protect '{name}==VERSION' (the wheelhouse has no {name} wheel)"
+            ),
+        )
+    if env is not None and use_installed:  # the lock must not break what it leaves alone
+        refuse_breaking(
+            env,
+            {
+                n: c.candidate.version
+                for n, c in resolution.packages.items()
+                if c.candidate.wheel is not None
+                and (n not in env.dists or env.dists[n].version != c.candidate.version)
+            },
+            frozenset(resolution.packages),
         )
     skipped = tuple((r.filename, r.reason) for r in resolution.rejected)
     records = build_records(resolution)
@@ -201,16 +247,30 @@ def build_records(resolution: Resolution) -> dict[str, dict[str, Any]]:
 
 
 def check_lock(
-    profile: Profile, wheelhouse_dir: Path, lock_path: Path, spec: TargetSpec, hooks: Hooks
+    profile: Profile,
+    wheelhouse_dir: Path,
+    lock_path: Path,
+    spec: TargetSpec,
+    hooks: Hooks,
+    **options: Any,
 ) -> list[str]:
-    """Differences between the lock on disk and a fresh lock (empty: the lock is true)."""
+    """Differences between the lock on disk and a fresh lock (empty: the lock is true).
+    A wheelhouse that no longer resolves makes the lock stale too (exit 5, README), with
+    the resolver's explanation as the difference. ``options`` go to ``do_lock``."""
     if not lock_path.is_file():
         return [f"{lock_path} does not exist"]
     current = lock_path.read_bytes()
     problems: list[str] = []
     if lockmod.digest_ok(current) is False:
         problems.append(f"{lock_path}: digest mismatch: the lock was edited by hand")
-    fresh = do_lock(profile, wheelhouse_dir, lock_path, spec, hooks, write=False).data
+    from installer.errors import ResolutionError, WheelhouseError
+
+    try:
+        fresh = do_lock(
+            profile, wheelhouse_dir, lock_path, spec, hooks, write=False, **options
+        ).data
+    except (ResolutionError, WheelhouseError, ProtectionError) as exc:
+        return [*problems, f"the wheelhouse no longer resolves: {exc.message}", *exc.details]
     if fresh != current:
         diff = difflib.unified_diff(
             current.decode().splitlines(),
@@ -320,10 +380,14 @@ def do_install(
     link_mode: str | None = None,
     lock_timeout: float = 600.0,
     uv_cache: str = "auto",
+    asked: Asked | None = None,
+    lock: lockmod.Lock | None = None,
 ) -> InstallResult:
+    """Install the lock at ``lock_path`` (or ``lock``, already read) into ``python``;
+    ``asked`` adds the command line's protections and checks to the lock's."""
     from installer import envlock, journal
 
-    lock = lockmod.read(lock_path)
+    lock = lock or lockmod.read(lock_path)
     # only the prefix is needed before the lock is held; a venv's is found without running
     # its interpreter (one probe of 0.1-0.2 s less), another's from the probe cache
     prefix = venv_prefix(python) or probe(python, cached=True).prefix
@@ -340,7 +404,16 @@ def do_install(
                 hint="pass --python with the interpreter of the venv to install into",
             )
         return _install_locked(
-            lock, env, python, hooks, dry_run, reinstall, backend_name, link_mode, uv_cache
+            lock,
+            env,
+            python,
+            hooks,
+            dry_run,
+            reinstall,
+            backend_name,
+            link_mode,
+            uv_cache,
+            asked or Asked(),
         )
 
 
@@ -361,6 +434,7 @@ def _install_locked(
     backend_name: str | None,
     link_mode: str | None,
     uv_cache: str,
+    asked: Asked,
 ) -> InstallResult:
     from installer import safeguard, schedule, staging
     from installer.backend import choose
@@ -370,14 +444,18 @@ def _install_locked(
     kept_installed(lock, env)
     hooks.status("checking wheels against the lock")
     verify_wheels(lock, hooks)
-    plan = make_plan(lock, env.dists, reinstall=reinstall)
+    plan = make_plan(lock, env.dists, protected=asked.guards, reinstall=reinstall)
     if plan.refusals:
         raise ProtectionError(
             "the plan would change a protected distribution; nothing was installed",
             details=[r.reason for r in plan.refusals],
-            hint="protected distributions are never replaced: fix the requirement that needs "
-            "another version (an override), or install the right build first",
+            hint="protected distributions are never replaced: re-lock with the protection "
+            "(`wh lock PROFILE --protect NAME`) so the resolver keeps the installed build, "
+            "or protect the exact build the lock carries (`--protect NAME==VERSION`)",
         )
+    refuse_breaking(
+        env, {a.package.name: a.package.version for a in plan.changes}, frozenset(lock.packages)
+    )
     backend = choose(backend_name or str(lock.tool.get("backend", "auto")))
     mode = link_mode or str(lock.tool.get("link-mode", "copy"))
     # reliability: validate every wheel and refuse overwrites before anything changes
@@ -411,8 +489,8 @@ def _install_locked(
         with ThreadPoolExecutor(max_workers=1) as side:
             after = side.submit(probe, python)
             check.wait()
-            findings = verify_env(lock, python, before=env, after=after.result())
-        raise_on_failures(findings)
+            findings = verify_env(lock, python, before=env, after=after.result(), asked=asked)
+        raise_on_failures(findings, installing=True)
     return InstallResult(plan, env, findings, False, lock, backend.name)
 
 
@@ -421,16 +499,54 @@ def verify_env(
     python: Path,
     before: Environment | None = None,
     after: Environment | None = None,
+    asked: Asked | None = None,
 ) -> list[Finding]:
-    """The environment against the lock: closure, protections, the profile's checks.
-    ``after`` is a probe of it taken once the install wrote everything (else one is taken)."""
+    """The environment against the lock: closure, every other installed distribution's
+    requirements, protections (the lock's and ``asked``'s), the profile's checks and
+    ``asked``'s. ``after`` is a probe taken once the install wrote everything (else one is
+    taken). With ``asked.checks == "warn"`` a failed import or snippet check is a warning."""
+    asked = asked or Asked()
     env = after or probe(python)
     checks = lock.tool.get("checks", {})
     findings = closure(env, lock)
+    findings += whole_environment(env, lock, before)
     findings += protections(env, lock, before.dists if before else None)
-    findings += run_checks(env, list(checks.get("imports", [])), list(checks.get("snippets", [])))
+    findings += guarded(env, asked.guards, before.dists if before else None)
+    snippets = [
+        *checks.get("snippets", []),
+        *({"code": c, "description": d} for c, d in asked.snippets),
+    ]
+    ran = run_checks(env, [*checks.get("imports", []), *asked.imports], snippets)
+    if asked.checks == "warn":
+        ran = [
+            f if f.ok else Finding(True, "warning", f"{f.message} (--checks warn: kept)", f.advice)
+            for f in ran
+        ]
+    findings += ran
     findings += needs_warnings(lock, env)
     return findings
+
+
+def refuse_breaking(
+    env: Environment, after: Mapping[NormalizedName, Any], covered: frozenset[NormalizedName]
+) -> None:
+    """Refuse a plan that breaks a requirement of an installed distribution the lock does
+    not cover (pydantic pins pydantic-core; the lock replaces pydantic-core): before any
+    change, with every such requirement at once."""
+    from installer.errors import ResolutionError
+    from installer.outside import broken_by
+
+    broken = broken_by(env.dists, after, env.target, skip=covered)
+    if broken:
+        names = sorted({b.dist.split()[0] for b in broken})
+        raise ResolutionError(
+            f"the plan would break {len(broken)} requirement(s) of distributions installed "
+            f"in {env.python} outside the lock; nothing was changed",
+            details=[str(b) for b in broken],
+            hint="add them to the profile so the lock resolves them with the rest ("
+            + " ".join(f"-r {n}" for n in names)
+            + "), or remove them from the environment deliberately",
+        )
 
 
 def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
@@ -459,11 +575,24 @@ def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
     return out
 
 
-def raise_on_failures(findings: list[Finding]) -> None:
-    bad = [f.message for f in findings if not f.ok]
-    if bad:
-        raise VerifyError(
-            f"verification failed: {len(bad)} problem(s)",
-            details=bad,
-            hint="re-run `wh install PROFILE` to repair, or inspect with `wh why NAME`",
+def raise_on_failures(findings: list[Finding], *, installing: bool = False) -> None:
+    """Exit 8 with every failed finding and advice that can make each pass."""
+    bad = [f for f in findings if not f.ok]
+    if not bad:
+        return
+    advice = list(dict.fromkeys(f.advice for f in bad if f.advice))
+    if any(f.kind in ("installed", "protection") for f in bad) and not installing:
+        advice.append(
+            "`wh install --locked PROFILE` puts back what the lock names (protected "
+            "distributions are never touched: reinstall their build by hand)"
         )
+    if installing:
+        advice.append(
+            "the install was rolled back: the environment is as it was; with --checks warn "
+            "an install keeps going past failed import and snippet checks"
+        )
+    raise VerifyError(
+        f"verification failed: {len(bad)} problem(s)",
+        details=[f.message for f in bad],
+        hint="; ".join(advice) or "inspect with `wh why NAME`",
+    )
