@@ -199,12 +199,11 @@ def _profile(kw: dict[str, Any]) -> Profile:
 def _known_profile(kw: dict[str, Any]) -> Profile:
     """The named profile where one is given and defined; else an empty one (a lock made
     from flags, or a bundle's, carries its own protections and checks)."""
-    from installer.profile import Profile, default_search, load_profile
+    from installer.profile import Profile, default_search, find_profile
 
     name = kw["profile_name"]
-    if not name:
-        return Profile(name="cli")
-    return load_profile(name, [*kw["configs"], *default_search(Path.cwd())])
+    found = find_profile(name, [*kw["configs"], *default_search(Path.cwd())]) if name else None
+    return found or Profile(name="cli")
 
 
 def _lock_path(kw: dict[str, Any], profile_name: str) -> Path:

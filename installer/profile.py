@@ -313,6 +313,20 @@ def builtin_names() -> list[str]:
 
 def load_profile(name: str, search: Iterable[Path] = ()) -> Profile:
     """Find ``name`` in the given files (wh.toml, pyproject.toml), then the built-ins."""
+    search = list(search)
+    found = find_profile(name, search)
+    if found is not None:
+        return found
+    known = sorted({*builtin_names(), *(n for p in search if p.is_file() for n in _tables(p))})
+    raise ProfileError(
+        f"no profile named {name!r}",
+        hint=f"known profiles: {', '.join(known) or 'none'}; define one under [profile.{name}] "
+        "in wh.toml or [tool.wh.profile.NAME] in pyproject.toml",
+    )
+
+
+def find_profile(name: str, search: Iterable[Path] = ()) -> Profile | None:
+    """``name`` from the given files, then the built-ins; None where no file defines it."""
     for path in search:
         if not path.is_file():
             continue
@@ -325,12 +339,7 @@ def load_profile(name: str, search: Iterable[Path] = ()) -> Profile:
             tables = _tables(p)
         if name in tables:
             return parse_profile(name, tables[name], f"built-in profile {name}")
-    known = sorted({*builtin_names(), *(n for p in search if p.is_file() for n in _tables(p))})
-    raise ProfileError(
-        f"no profile named {name!r}",
-        hint=f"known profiles: {', '.join(known) or 'none'}; define one under [profile.{name}] "
-        "in wh.toml or [tool.wh.profile.NAME] in pyproject.toml",
-    )
+    return None
 
 
 def default_search(cwd: Path) -> list[Path]:

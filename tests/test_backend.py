@@ -9,7 +9,7 @@ import pytest
 
 from installer.backend import UvBackend, concurrent_installs
 from installer.cores import usable_cores
-from installer.errors import InstallError
+from installer.errors import UsageError
 from tests.factory import make_wheel
 from tests.fixtures import run_wh, site_snapshot
 
@@ -22,8 +22,9 @@ def test_twice_the_usable_cores_unless_told() -> None:
 
 @pytest.mark.parametrize("bad", ["0", "-2", "four", "1.5", "²"])
 def test_a_bad_setting_is_refused_by_name(bad: str) -> None:
-    with pytest.raises(InstallError) as err:
+    with pytest.raises(UsageError) as err:  # a setting, not the backend: exit 2 (README)
         concurrent_installs({"WH_UV_CONCURRENT_INSTALLS": bad})
+    assert err.value.exit_code == 2
     assert "WH_UV_CONCURRENT_INSTALLS" in err.value.message
     assert repr(bad) in err.value.message
 
