@@ -587,10 +587,9 @@ def raise_on_failures(findings: list[Finding], *, installing: bool = False) -> N
             "distributions are never touched: reinstall their build by hand)"
         )
     if installing:
-        advice.append(
-            "the install was rolled back: the environment is as it was; with --checks warn "
-            "an install keeps going past failed import and snippet checks"
-        )
+        advice.append("the install was rolled back: the environment is as it was")
+        if any(f.kind == "check" for f in bad) and not any("--checks warn" in a for a in advice):
+            advice.append("with --checks warn an install keeps going past failed import checks")
     raise VerifyError(
         f"verification failed: {len(bad)} problem(s)",
         details=[f.message for f in bad],
