@@ -186,7 +186,7 @@ def _run_probe(python: Path) -> dict[str, Any]:
     except ProcessError as exc:
         raise TargetError(
             f"target interpreter {python} could not be probed",
-            details=exc.details,
+            details=[exc.message, *exc.details],
             hint="check that it is a working CPython >= 3.8",
         ) from exc
     try:
