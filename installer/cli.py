@@ -534,12 +534,17 @@ def install(
         "lockfile": str(path),
         "dry_run": dry_run,
         "backend": result.backend,
+        "link_mode": result.link_mode,
         "plan": plan.to_json(),
+        "checks": list(result.checks),
         "verify": [f.to_json() for f in result.findings],
     }
 
     def text() -> None:
-        click.echo(f"plan for {result.env_before.python} ({result.backend}, lock {path}):")
+        click.echo(
+            f"plan for {result.env_before.python} ({result.backend}, {result.link_mode}, "
+            f"lock {path}):"
+        )
         if not plan.batches:
             click.echo("  nothing to do")
         for i, batch in enumerate(plan.batches, 1):
@@ -547,6 +552,8 @@ def install(
         for a in plan.kept:
             click.echo(f"  keep {a.package.name} {a.package.version}")
         if dry_run:
+            for label in result.checks:
+                click.echo(f"  would check: {label}")
             click.echo("dry run: nothing was changed")
         _print_findings(result.findings)
 
@@ -894,6 +901,8 @@ def _refusals() -> None:
         (fetch, cf.FETCH),
         (bundle, cf.BUNDLE),
         (why, cf.WHY),
+        (scan, cf.SCAN),
+        (index_cmd, cf.INDEX),
     ):
         cf.refuse_in(cmd, rules)
 

@@ -73,6 +73,10 @@ def refuse_in(cmd: click.Command, rules: Sequence[Rule]) -> None:
     cmd.callback = checked
 
 
+def _not_copy_with_uv(kw: Mapping[str, Any]) -> bool:
+    return kw.get("backend") == "pip" or kw.get("link_mode") not in (None, "copy")
+
+
 def _locked(kw: Mapping[str, Any]) -> bool:
     return bool(kw.get("locked") or kw.get("bundle"))
 
@@ -111,20 +115,38 @@ INSTALL = (
         "(name the PROFILE whose protections and checks should apply)",
         lambda kw: _locked(kw) and not kw.get("profile_name"),
     ),
+    Rule(
+        "uv_cache",
+        "has no effect with --backend pip or a link mode other than copy: only uv's "
+        "copy-mode installs unpack through a uv cache",
+        _not_copy_with_uv,
+    ),
 )
 
 _VERIFY_LOCK = "verify reads the lock, which fixes it: re-lock with `wh lock PROFILE {flag} ...`"
-VERIFY = tuple(
-    Rule(name, "has no effect on " + _VERIFY_LOCK.format(flag=flag))
-    for name, flag in (
-        ("requirements", "-r"),
-        ("extra_requirements", "--extra-requirement"),
-        ("overrides", "--override"),
-        ("allow_overwrite", "--allow-overwrite"),
-        ("link_mode", "--link-mode"),
-        ("backend", "--backend"),
-    )
+VERIFY = (
+    *(
+        Rule(name, "has no effect on " + _VERIFY_LOCK.format(flag=flag))
+        for name, flag in (
+            ("requirements", "-r"),
+            ("extra_requirements", "--extra-requirement"),
+            ("overrides", "--override"),
+            ("allow_overwrite", "--allow-overwrite"),
+            ("link_mode", "--link-mode"),
+            ("backend", "--backend"),
+        )
+    ),
+    Rule(
+        "configs",
+        "has no effect without a PROFILE: -c only says where to find the profile whose "
+        "protections verify should check",
+        lambda kw: not kw.get("profile_name"),
+    ),
 )
+
+_SILENT = "has nothing to show: `wh {cmd}` runs no delegated command (-v shows those)"
+SCAN = (Rule("verbose", _SILENT.format(cmd="scan")),)
+INDEX = (Rule("verbose", _SILENT.format(cmd="index")),)
 
 _FETCH_WHY = "has no effect on `wh fetch`, which only downloads wheels: give it to `wh lock`"
 FETCH = tuple(
@@ -152,5 +174,5 @@ WHY = tuple(
         "(add --version V to ask why V was not chosen)",
         _no_version,
     )
-    for name in ("wheelhouse", "python", "platform", "python_version")
+    for name in ("wheelhouse", "python", "platform", "python_version", "verbose")
 )

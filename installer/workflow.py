@@ -367,6 +367,8 @@ class InstallResult:
     dry_run: bool
     lock: lockmod.Lock
     backend: str = ""
+    link_mode: str = ""
+    checks: tuple[str, ...] = ()  # what verification runs after the install (dry run: would)
 
 
 def do_install(
@@ -476,7 +478,13 @@ def _install_locked(
     }
     plan = balanced(plan, lock, weights, backend.threads)
     if dry_run:
-        return InstallResult(plan, env, [], True, lock, backend.name)
+        checks = lock.tool.get("checks", {})
+        labels = (
+            *(f"import {m}" for m in [*checks.get("imports", []), *asked.imports]),
+            *(s.get("description") or s["code"] for s in checks.get("snippets", [])),
+            *(d or c for c, d in asked.snippets),
+        )
+        return InstallResult(plan, env, [], True, lock, backend.name, mode, tuple(labels))
     # reliability: all-or-nothing; any failure below (verification included) rolls back
     # an allowed overwrite's earlier copy is not checked against its own wheel's RECORD
     over = staging.superseded(by_wheel[a.package.wheel] for a in plan.changes)
@@ -491,7 +499,7 @@ def _install_locked(
             check.wait()
             findings = verify_env(lock, python, before=env, after=after.result(), asked=asked)
         raise_on_failures(findings, installing=True)
-    return InstallResult(plan, env, findings, False, lock, backend.name)
+    return InstallResult(plan, env, findings, False, lock, backend.name, mode)
 
 
 def verify_env(
