@@ -73,8 +73,8 @@ def refuse_in(cmd: click.Command, rules: Sequence[Rule]) -> None:
     cmd.callback = checked
 
 
-def _not_copy_with_uv(kw: Mapping[str, Any]) -> bool:
-    return kw.get("backend") == "pip" or kw.get("link_mode") not in (None, "copy")
+def _pip(kw: Mapping[str, Any]) -> bool:
+    return kw.get("backend") == "pip"
 
 
 def _locked(kw: Mapping[str, Any]) -> bool:
@@ -117,9 +117,9 @@ INSTALL = (
     ),
     Rule(
         "uv_cache",
-        "has no effect with --backend pip or a link mode other than copy: only uv's "
-        "copy-mode installs unpack through a uv cache",
-        _not_copy_with_uv,
+        "has no effect with --backend pip: only uv installs unpack through a uv cache "
+        "(the other link modes link into uv's shared cache, and say so)",
+        _pip,
     ),
 )
 
