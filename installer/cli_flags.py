@@ -167,12 +167,20 @@ def _no_version(kw: Mapping[str, Any]) -> bool:
     return not kw.get("version")
 
 
-WHY = tuple(
+WHY = (
+    *(
+        Rule(
+            name,
+            "has no effect without --version: the chains come from the lock alone "
+            "(add --version V to ask why V was not chosen)",
+            _no_version,
+        )
+        for name in ("wheelhouse", "python", "platform", "python_version", "verbose")
+    ),
     Rule(
-        name,
-        "has no effect without --version: the chains come from the lock alone "
-        "(add --version V to ask why V was not chosen)",
-        _no_version,
-    )
-    for name in ("wheelhouse", "python", "platform", "python_version", "verbose")
+        "profile_name",
+        "has no effect with --lockfile: PROFILE only names the default lock "
+        "lockfiles/pylock.PROFILE.toml",
+        lambda kw: bool(kw.get("lockfile")),
+    ),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -172,6 +173,8 @@ def probe(python: Path, *, cached: bool = False) -> Environment:
     if data is None:
         data = _run_probe(python)
         _remember(python, data)
+    else:  # -v shows it: nothing was run
+        logging.getLogger("wh.probe").info("probe of %s answered from the probe cache", python)
     return _environment(python, data)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -167,6 +168,10 @@ def lock_report(
         memo_key = key(profile, wheelhouse, stamp, lock_path, target, env, options)
     if memo_key:
         report = recall(memo_key, lock_path)
+        if report is not None:  # -v shows it: nothing was resolved
+            logging.getLogger("wh.lock").info(
+                "%s stands: its inputs are what the last lock recorded (lock memo)", lock_path
+            )
         if report is not None:
             return {**report, "changed": False}
 

@@ -59,11 +59,12 @@ def test_no_target_is_refused_and_wh_own_env_untouched(
     house, _python, _lock = setup
     own = _own_env()
     fresh_lock = tmp_path / "never.toml"
-    for cmd in (
+    cmds: list[list[str | Path]] = [
         ["install", "-r", "app", "--wheelhouse", house, "--lockfile", fresh_lock],
         ["lock", "-r", "app", "--wheelhouse", house, "--lockfile", fresh_lock],
         ["verify", "--lockfile", setup[2]],
-    ):
+    ]
+    for cmd in cmds:
         r = wh(*cmd, cwd=tmp_path)
         assert r.returncode == TARGET, (cmd, r.stdout, r.stderr)
         assert "no target environment" in r.stderr
@@ -102,10 +103,11 @@ def test_bad_python_is_a_message(
         "missing": tmp_path / "nope" / "python",
     }[which]
     before = lock.read_bytes()
-    for cmd in (
+    cmds: list[list[str | Path]] = [
         ["lock", "-r", "app", "--wheelhouse", house, "--lockfile", lock, "--python", bad],
         ["install", "--locked", "--lockfile", lock, "--python", bad],
-    ):
+    ]
+    for cmd in cmds:
         r = wh(*cmd, cwd=tmp_path)
         assert r.returncode == TARGET, (cmd, r.stdout, r.stderr)
         assert message in r.stderr

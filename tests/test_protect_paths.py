@@ -235,7 +235,16 @@ def test_fresh_venv_without_the_build_is_refused_with_a_hint_that_works(
     fresh = new_venv()
     before = site_snapshot(fresh)
     lock = tmp_path / "l.toml"
-    common = ["-r", "app", "--wheelhouse", house, "--python", fresh, "--lockfile", lock]
+    common: list[str | Path] = [
+        "-r",
+        "app",
+        "--wheelhouse",
+        house,
+        "--python",
+        fresh,
+        "--lockfile",
+        lock,
+    ]
     r = run_wh("install", *common, "--protect", "torch")
     assert r.returncode == 6, r.stdout + r.stderr
     assert f"--protect 'torch=={CUDA}'" in r.stderr

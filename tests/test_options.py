@@ -1,0 +1,557 @@
+"""No flag silently ignored: every option of every command (found by click introspection of
+installer/cli.py) either changes what the command does or is refused with why.
+
+Each (command, option) has one row. ``Diff`` runs the command twice on the same inputs, once
+without and once with the option, and asserts that what it did differs (exit code, output,
+files written); ``Refused`` asserts exit 2 and the reason; ``ByTest`` names the test that
+proves the option where running it here needs a network, a compiler or a busy environment
+(the test must exist and use the option). A new option without a row fails this test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from installer import __version__
+from installer.cli import cli
+from installer.cli_flags import Rule
+from installer.environment import venv_python
+from tests.factory import make_wheel
+from tests.fixtures import make_venv
+
+
+@dataclass(frozen=True)
+class Diff:
+    base: tuple[str, ...]
+    extra: tuple[str, ...]  # appended to base
+    replace: tuple[str, ...] = ()  # removed from base first (an option changing value)
+
+
+@dataclass(frozen=True)
+class Refused:
+    argv: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class ByTest:
+    test: str  # module::function
+    flag: str
+
+
+# placeholders filled by the fixture: {H} wheelhouse, {H2} other wheelhouse, {P} the venv
+# with torch +cu130, {Q} a bare venv, {F} a venv with the lock installed, {L} the lock of
+# profile p for {P}, {O} an output folder (fresh per run), {B} a bundle, {W} wh's wheels
+LOCK = ("lock", "p", "--wheelhouse", "{H}", "--python", "{P}", "--lockfile", "{O}/l.toml")
+DRY = (
+    "install",
+    "p",
+    "--wheelhouse",
+    "{H}",
+    "--python",
+    "{P}",
+    "--lockfile",
+    "{O}/l.toml",
+    "--dry-run",
+)
+LOCKED = ("install", "--locked", "--lockfile", "{L}", "--python", "{F}", "--dry-run")
+VERIFY = ("verify", "--lockfile", "{L}", "--python", "{F}")
+WHY = ("why", "lib", "--lockfile", "{L}")
+BUNDLE = (
+    "bundle",
+    "p",
+    "--wheelhouse",
+    "{H}",
+    "--python",
+    "{P}",
+    "-o",
+    "{O}/b.zip",
+    "--wh-wheels",
+    "{W}",
+)
+NOT_LOCKED = "has no effect with --locked/--bundle"
+REAL = ("install", "p", "--wheelhouse", "{H}", "--python", "{R}", "--lockfile", "{O}/l.toml")
+FETCH = (
+    "fetch",
+    "p",
+    "--wheelhouse",
+    "{H}",
+    "--platform",
+    "manylinux_2_28_x86_64",
+    "--python-version",
+    "3.11",
+)
+
+ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
+    # scan
+    ("scan", "wheelhouse"): Diff(
+        ("scan", "--wheelhouse", "{H}"), ("--wheelhouse", "{H2}"), ("--wheelhouse", "{H}")
+    ),
+    ("scan", "strict"): Diff(("scan", "--wheelhouse", "{H}"), ("--strict",)),
+    ("scan", "as_json"): Diff(("scan", "--wheelhouse", "{H}"), ("--json",)),
+    ("scan", "verbose"): Refused(("scan", "-v"), "runs no delegated command"),
+    # lock
+    ("lock", "profile_name"): Diff(LOCK, ("q",), ("p",)),
+    ("lock", "configs"): Diff(LOCK, ("-c", "{C}")),
+    ("lock", "requirements"): Diff(LOCK, ("-r", "other")),
+    ("lock", "allow_overwrite"): Diff(LOCK, ("--allow-overwrite", "clash-a")),
+    ("lock", "extra_requirements"): Diff(LOCK, ("--extra-requirement", "other==1.0")),
+    ("lock", "overrides"): Diff(LOCK, ("--override", "lib==1.0")),
+    ("lock", "protections"): Diff(LOCK, ("--protect", "torch")),
+    ("lock", "imports"): Diff(LOCK, ("--check-import", "app")),
+    ("lock", "snippets"): Diff(LOCK, ("--check-snippet", "pass")),
+    ("lock", "link_mode"): Diff(LOCK, ("--link-mode", "hardlink")),
+    ("lock", "backend"): Diff(LOCK, ("--backend", "pip")),
+    ("lock", "lockfile"): Diff(
+        LOCK, ("--lockfile", "{O}/other.toml"), ("--lockfile", "{O}/l.toml")
+    ),
+    ("lock", "wheelhouse"): Diff(LOCK, ("--wheelhouse", "{H2}"), ("--wheelhouse", "{H}")),
+    ("lock", "python"): Diff(LOCK, ("--python", "{Q}"), ("--python", "{P}")),
+    ("lock", "platform"): Diff(LOCK, ("--platform", "win_amd64")),
+    ("lock", "python_version"): Diff(LOCK, ("--python-version", "3.12")),
+    ("lock", "check"): Diff(LOCK, ("--check",)),
+    ("lock", "ignore_installed"): Diff(LOCK, ("--ignore-installed",)),
+    ("lock", "prereleases"): Diff(LOCK, ("--prereleases", "allow")),
+    ("lock", "as_json"): Diff(LOCK, ("--json",)),
+    ("lock", "verbose"): Diff(LOCK, ("-v",)),
+    # install (dry runs unless the option only matters when installing)
+    ("install", "profile_name"): Diff(DRY, ("q",), ("p",)),
+    ("install", "configs"): Diff(DRY, ("-c", "{C}")),
+    ("install", "requirements"): Diff(DRY, ("-r", "other")),
+    ("install", "allow_overwrite"): Diff(
+        (*DRY, "-r", "clash-a", "-r", "clash-b"), ("--allow-overwrite", "clash-b")
+    ),
+    ("install", "extra_requirements"): Diff(DRY, ("--extra-requirement", "other==1.0")),
+    ("install", "overrides"): Diff(DRY, ("--override", "lib==1.0")),
+    ("install", "protections"): Diff((*DRY, "-r", "torch==2.10.0"), ("--protect", "torch")),
+    ("install", "imports"): Diff(DRY, ("--check-import", "app")),
+    ("install", "snippets"): Diff(DRY, ("--check-snippet", "pass")),
+    ("install", "link_mode"): Diff(DRY, ("--link-mode", "hardlink")),
+    ("install", "backend"): Diff(DRY, ("--backend", "pip")),
+    ("install", "lockfile"): Diff(DRY, ("--lockfile", "{O}/b.toml"), ("--lockfile", "{O}/l.toml")),
+    ("install", "wheelhouse"): Diff(DRY, ("--wheelhouse", "{H2}"), ("--wheelhouse", "{H}")),
+    ("install", "python"): Diff(DRY, ("--python", "{Q}"), ("--python", "{P}")),
+    ("install", "platform"): Diff(DRY, ("--platform", "win_amd64")),
+    ("install", "python_version"): Diff(DRY, ("--python-version", "3.12")),
+    ("install", "locked"): Diff(DRY, ("--locked",)),
+    ("install", "dry_run"): Diff(REAL, ("--dry-run",)),
+    ("install", "reinstall"): Diff(LOCKED, ("--reinstall",)),
+    ("install", "lock_timeout"): ByTest(
+        "tests.test_faults::test_second_installer_waits_or_fails_naming_the_holder",
+        "--lock-timeout",
+    ),
+    ("install", "bundle"): Diff(("install", "--python", "{Q}", "--dry-run"), ("--bundle", "{B}")),
+    ("install", "uv_cache"): ByTest(
+        "tests.test_uvcache::test_a_cold_install_unpacks_once_through_a_private_cache_and_leaves_uvs_alone",
+        "--uv-cache",
+    ),
+    ("install", "checks_mode"): ByTest(
+        "tests.test_false_pass::test_checks_warn_installs_and_reports", "--checks"
+    ),
+    ("install", "as_json"): Diff(DRY, ("--json",)),
+    ("install", "verbose"): Diff(DRY, ("-v",)),
+    # verify
+    ("verify", "profile_name"): Diff(("verify", "--python", "{F}"), ("p",)),
+    ("verify", "configs"): Refused((*VERIFY, "-c", "{C}"), "has no effect without a PROFILE"),
+    ("verify", "requirements"): Refused((*VERIFY, "-r", "x"), "verify reads the lock"),
+    ("verify", "allow_overwrite"): Refused((*VERIFY, "--allow-overwrite", "x"), "verify reads"),
+    ("verify", "extra_requirements"): Refused(
+        (*VERIFY, "--extra-requirement", "x"), "verify reads"
+    ),
+    ("verify", "overrides"): Refused((*VERIFY, "--override", "x==1"), "verify reads the lock"),
+    ("verify", "protections"): Diff(VERIFY, ("--protect", "nothere")),
+    ("verify", "imports"): Diff(VERIFY, ("--check-import", "no_such_mod")),
+    ("verify", "snippets"): Diff(VERIFY, ("--check-snippet", "raise SystemExit(3)")),
+    ("verify", "link_mode"): Refused((*VERIFY, "--link-mode", "copy"), "verify reads the lock"),
+    ("verify", "backend"): Refused((*VERIFY, "--backend", "uv"), "verify reads the lock"),
+    ("verify", "lockfile"): Diff(VERIFY, ("--lockfile", "{O}/none.toml"), ("--lockfile", "{L}")),
+    ("verify", "python"): Diff(VERIFY, ("--python", "{Q}"), ("--python", "{F}")),
+    ("verify", "as_json"): Diff(VERIFY, ("--json",)),
+    ("verify", "verbose"): Diff((*VERIFY, "--check-import", "app"), ("-v",)),
+    # why
+    ("why", "name"): Diff(WHY, ("app",), ("lib",)),
+    ("why", "profile_name"): Diff(("why", "lib"), ("p",)),
+    ("why", "lockfile"): Diff(WHY, ("--lockfile", "{O}/none.toml"), ("--lockfile", "{L}")),
+    ("why", "version"): Diff(
+        (*WHY, "--python", "{P}", "--wheelhouse", "{H}"), ("--version", "0.5")
+    ),
+    ("why", "wheelhouse"): Refused(
+        (*WHY, "--wheelhouse", "{H}"), "has no effect without --version"
+    ),
+    ("why", "python"): Refused((*WHY, "--python", "{P}"), "has no effect without --version"),
+    ("why", "platform"): Refused((*WHY, "--platform", "win_amd64"), "without --version"),
+    ("why", "python_version"): Refused((*WHY, "--python-version", "3.12"), "without --version"),
+    ("why", "as_json"): Diff(WHY, ("--json",)),
+    ("why", "verbose"): Refused((*WHY, "-v"), "has no effect without --version"),
+    # index
+    ("index", "wheelhouse"): Diff(
+        ("index", "--wheelhouse", "{H2}"), ("--wheelhouse", "{H3}"), ("--wheelhouse", "{H2}")
+    ),
+    ("index", "as_json"): Diff(("index", "--wheelhouse", "{H2}"), ("--json",)),
+    ("index", "verbose"): Refused(("index", "--wheelhouse", "{H2}", "-v"), "runs no delegated"),
+    # recover
+    ("recover", "python"): Diff(
+        ("recover", "--python", "{F}"), ("--python", "{O}/none"), ("--python", "{F}")
+    ),
+    ("recover", "lock_timeout"): ByTest(
+        "tests.test_faults::test_second_installer_waits_or_fails_naming_the_holder",
+        "--lock-timeout",
+    ),
+    ("recover", "as_json"): Diff(("recover", "--python", "{F}"), ("--json",)),
+    # bundle
+    ("bundle", "profile_name"): Diff(BUNDLE, ("q",), ("p",)),
+    ("bundle", "configs"): Diff(BUNDLE, ("-c", "{C}")),
+    ("bundle", "requirements"): Diff(BUNDLE, ("-r", "other")),
+    ("bundle", "allow_overwrite"): Diff(BUNDLE, ("--allow-overwrite", "clash-a")),
+    ("bundle", "extra_requirements"): Diff(BUNDLE, ("--extra-requirement", "other==1.0")),
+    ("bundle", "overrides"): Diff(BUNDLE, ("--override", "lib==1.0")),
+    ("bundle", "protections"): Diff(BUNDLE, ("--protect", "torch")),
+    ("bundle", "imports"): Diff(BUNDLE, ("--check-import", "app")),
+    ("bundle", "snippets"): Diff(BUNDLE, ("--check-snippet", "pass")),
+    ("bundle", "link_mode"): Diff(BUNDLE, ("--link-mode", "hardlink")),
+    ("bundle", "backend"): Diff(BUNDLE, ("--backend", "pip")),
+    ("bundle", "lockfile"): Refused((*BUNDLE, "--lockfile", "x.toml"), "bundle's lock is written"),
+    ("bundle", "wheelhouse"): Diff(BUNDLE, ("--wheelhouse", "{H2}"), ("--wheelhouse", "{H}")),
+    ("bundle", "python"): Diff(BUNDLE, ("--python", "{Q}"), ("--python", "{P}")),
+    ("bundle", "platform"): Diff(BUNDLE, ("--platform", "win_amd64")),
+    ("bundle", "python_version"): Diff(BUNDLE, ("--python-version", "3.12")),
+    ("bundle", "output"): Diff(BUNDLE, ("-o", "{O}/c.tar"), ("-o", "{O}/b.zip")),
+    ("bundle", "wh_wheels"): Diff(BUNDLE, ("--wh-wheels", "{O}/nowheels"), ("--wh-wheels", "{W}")),
+    ("bundle", "as_json"): Diff(BUNDLE, ("--json",)),
+    ("bundle", "verbose"): Diff(BUNDLE, ("-v",)),
+    # fetch: online; its profile flags act through the same `_profile` as lock's, proven by
+    # the network tests; the flags it cannot use are refused here
+    ("fetch", "profile_name"): Diff(FETCH, ("q",), ("p",)),
+    ("fetch", "configs"): Diff(FETCH, ("-c", "{C}")),
+    ("fetch", "requirements"): Diff(FETCH, ("-r", "other")),
+    ("fetch", "extra_requirements"): Diff(FETCH, ("--extra-requirement", "other==1.0")),
+    ("fetch", "overrides"): Diff((*FETCH, "--json"), ("--override", "lib==1.0")),
+    ("fetch", "protections"): Diff((*FETCH, "--json"), ("--protect", "torch==2.9.1")),
+    ("fetch", "wheelhouse"): Diff(FETCH, ("--wheelhouse", "{H2}"), ("--wheelhouse", "{H}")),
+    ("fetch", "python"): Diff(FETCH, ("--python", "{P}")),
+    ("fetch", "platforms"): Diff(FETCH, ("--platform", "win_amd64")),
+    ("fetch", "python_versions"): Diff(FETCH, ("--python-version", "3.12")),
+    ("fetch", "index_pins"): Diff(
+        (*FETCH, "-r", "absent"), ("--index", "absent=http://127.0.0.1:9/simple")
+    ),
+    ("fetch", "as_json"): Diff(FETCH, ("--json",)),
+    ("fetch", "verbose"): Diff((*FETCH, "--python", "{P}"), ("-v",)),
+    ("fetch", "lockfile"): Refused(
+        ("fetch", "-r", "x", "--lockfile", "l.toml"), "only downloads wheels"
+    ),
+    ("fetch", "link_mode"): Refused(("fetch", "-r", "x", "--link-mode", "copy"), "only downloads"),
+    ("fetch", "backend"): Refused(("fetch", "-r", "x", "--backend", "uv"), "only downloads"),
+    ("fetch", "imports"): Refused(("fetch", "-r", "x", "--check-import", "x"), "only downloads"),
+    ("fetch", "snippets"): Refused(("fetch", "-r", "x", "--check-snippet", "x"), "only downloads"),
+    ("fetch", "allow_overwrite"): Refused(
+        ("fetch", "-r", "x", "--allow-overwrite", "x"), "only downloads"
+    ),
+    # build: a compiler and CUDA; the build tests drive each option
+    ("build", "recipe"): ByTest(
+        "tests.build.test_build_checks::test_unknown_recipe_and_variant_are_build_errors",
+        "recipe",
+    ),
+    ("build", "variants"): ByTest(
+        "tests.build.test_build_registration::test_fa3_variant_keeps_fa3_and_provides_flash_ops",
+        "fa3",
+    ),
+    ("build", "source"): ByTest(
+        "tests.kernel.test_build_whdemo::test_wheel_is_abi3_for_this_platform", "built"
+    ),
+    ("build", "wheelhouse"): ByTest(
+        "tests.kernel.test_build_whdemo::test_build_record_beside_wheel", "built"
+    ),
+    ("build", "check_only"): ByTest(
+        "tests.build.test_build_checks::test_check_reports_moved_anchor_and_applies_nothing",
+        "check",
+    ),
+    ("build", "as_json"): ByTest(
+        "tests.kernel.test_build_whdemo::test_wheel_is_abi3_for_this_platform", "built"
+    ),
+    ("build", "archs"): ByTest(
+        "tests.kernel.test_build_whdemo::test_only_sm86_sass_and_ptx", "sm_86"
+    ),
+}
+
+# install --locked/--bundle: what the lock fixes is refused (the rows above show that the
+# same options act without --locked)
+LOCKED_ROWS: dict[str, tuple[str, ...]] = {
+    "requirements": ("-r", "x"),
+    "extra_requirements": ("--extra-requirement", "x"),
+    "overrides": ("--override", "x==1"),
+    "allow_overwrite": ("--allow-overwrite", "x"),
+    "wheelhouse": ("--wheelhouse", "{H}"),
+}
+
+
+def all_options() -> Iterator[tuple[str, str]]:
+    for name, cmd in sorted(cli.commands.items()):
+        for p in cmd.params:
+            if p.name and p.name != "help":
+                yield name, p.name
+
+
+def test_every_option_of_every_command_has_a_row() -> None:
+    have = set(all_options())
+    assert have - set(ROWS) == set(), "options with no proof that they act or are refused"
+    assert set(ROWS) - have == set(), "rows for options that no longer exist"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("options")
+    os.environ.setdefault("WH_CACHE_DIR", str(root / "cache"))
+    h, h2, h3 = root / "house", root / "house2", root / "house3"
+    make_wheel(h, "app", "1.0", ["lib>=0.5", "torch"])
+    make_wheel(h, "lib", "1.0")
+    make_wheel(h, "lib", "2.0")
+    make_wheel(h, "lib", "3.0rc1")
+    make_wheel(h, "other", "1.0")
+    make_wheel(h, "torch", "2.9.1")
+    make_wheel(h, "torch", "2.10.0")
+    make_wheel(h, "clash-a", "1.0", files={"shared.py": b"a = 1\n"})
+    make_wheel(h, "clash-b", "1.0", files={"shared.py": b"b = 2\n"})
+    (h / "broken-1.0-py3-none-any.whl").write_bytes(b"not a zip")
+    make_wheel(h2, "app", "1.0", ["lib"])
+    make_wheel(h2, "lib", "0.9")
+    make_wheel(h3, "lib", "0.8")
+    cu = make_wheel(root / "cu", "torch", "2.9.1+cu130")
+    (root / "wh.toml").write_text(
+        '[profile.p]\nrequirements = ["app"]\n[profile.q]\nrequirements = ["other"]\n'
+    )
+    (root / "other.toml").write_text('[profile.p]\nrequirements = ["other"]\n')
+    tool = root / "tool"
+    make_wheel(tool, "wh", __version__)
+    (root / "nowheels").mkdir()
+    p = make_venv(root / "p", [cu])
+    q = make_venv(root / "q")
+    f = make_venv(root / "f", [cu])
+    make_venv(root / "r", [cu])  # installed into by the one row that really installs
+    lock = root / "l.toml"
+    runner = CliRunner()
+    old = Path.cwd()
+    os.chdir(root)
+    try:
+        for argv in (
+            ["lock", "p", "--wheelhouse", h, "--python", p, "--lockfile", lock],
+            ["lock", "p", "--wheelhouse", h, "--python", p],  # lockfiles/pylock.p.toml
+            ["install", "--locked", "--lockfile", lock, "--python", f],
+            ["bundle", "p", "--wheelhouse", h, "--python", q, "-o", root / "b.zip",
+             "--wh-wheels", tool],
+        ):  # fmt: skip
+            r = runner.invoke(cli, [str(a) for a in argv])
+            assert r.exit_code == 0, r.output
+    finally:
+        os.chdir(old)
+    return {
+        "root": str(root),
+        "H": str(h),
+        "H2": str(h2),
+        "H3": str(h3),
+        "P": str(p),
+        "Q": str(q),
+        "F": str(f),
+        "L": str(lock),
+        "C": str(root / "other.toml"),
+        "B": str(root / "b.zip"),
+        "W": str(tool),
+        "R": str(venv_python(root / "r")),
+    }
+
+
+def _fill(argv: Sequence[str], world: dict[str, str], out: Path) -> list[str]:
+    return [a.format(**world, O=str(out)) for a in argv]
+
+
+def _run(argv: list[str], world: dict[str, str], out: Path) -> tuple[int, str, dict[str, str]]:
+    """Exit code, output (stdout and stderr) and every file written, for one invocation."""
+    import subprocess
+
+    from tests.envsnap import WH
+
+    out.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    done = subprocess.run(
+        [str(WH), *argv],
+        cwd=world["root"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    files = {
+        str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    }
+    text = (done.stdout + done.stderr).replace(str(out), "{O}")
+    return done.returncode, text, files
+
+
+def _unzip_lock(files: dict[str, str], out: Path) -> dict[str, str]:
+    """A bundle's lock decides what it installs: compare it rather than the archive."""
+    import zipfile
+
+    extra: dict[str, str] = {}
+    for name in files:
+        if name.endswith(".zip"):
+            with zipfile.ZipFile(out / name) as zf:
+                for n in zf.namelist():
+                    if n.endswith(".toml") or n.endswith(".whl"):
+                        extra[n] = hashlib.sha256(zf.read(n)).hexdigest()
+    return extra
+
+
+DIFF_ROWS = sorted(k for k, v in ROWS.items() if isinstance(v, Diff))
+
+
+@pytest.mark.parametrize(("command", "option"), DIFF_ROWS, ids=[f"{c}-{o}" for c, o in DIFF_ROWS])
+def test_option_changes_behaviour(
+    world: dict[str, str], tmp_path: Path, command: str, option: str
+) -> None:
+    row = ROWS[(command, option)]
+    assert isinstance(row, Diff)
+    base = list(row.base)
+    if row.replace:
+        i = next(
+            i for i in range(len(base)) if tuple(base[i : i + len(row.replace)]) == row.replace
+        )
+        del base[i : i + len(row.replace)]
+    if option == "dry_run":  # the base is the real install into a bare venv
+        first = _fill([*base, *row.extra], world, tmp_path / "a")
+        second = _fill(list(row.base), world, tmp_path / "b")
+    else:
+        first = _fill(list(row.base), world, tmp_path / "a")
+        second = _fill([*base, *row.extra], world, tmp_path / "b")
+    a = _run(first, world, tmp_path / "a")
+    b = _run(second, world, tmp_path / "b")
+    if command == "bundle":
+        a = (a[0], a[1], {**a[2], **_unzip_lock(a[2], tmp_path / "a")})
+        b = (b[0], b[1], {**b[2], **_unzip_lock(b[2], tmp_path / "b")})
+        a = (a[0], "", {k: v for k, v in a[2].items() if not k.endswith(".zip")})
+        b = (b[0], "", {k: v for k, v in b[2].items() if not k.endswith(".zip")})
+        if option in ("as_json", "verbose", "output"):
+            a, b = _run(first, world, tmp_path / "c"), _run(second, world, tmp_path / "d")
+            a = (a[0], a[1].replace("{O}/b.zip", ""), {})
+            b = (b[0], b[1].replace("{O}/c.tar", ""), {})
+    assert a != b, f"{command} {option}: same exit code, output and files with and without it"
+    assert "Traceback" not in a[1] + b[1]
+
+
+REFUSED_ROWS = sorted(k for k, v in ROWS.items() if isinstance(v, Refused))
+
+
+@pytest.mark.parametrize(
+    ("command", "option"), REFUSED_ROWS, ids=[f"{c}-{o}" for c, o in REFUSED_ROWS]
+)
+def test_option_is_refused_with_why(
+    world: dict[str, str], tmp_path: Path, command: str, option: str
+) -> None:
+    row = ROWS[(command, option)]
+    assert isinstance(row, Refused)
+    code, text, files = _run(_fill(row.argv, world, tmp_path / "o"), world, tmp_path / "o")
+    assert code == 2, text
+    assert row.reason in text, text
+    assert files == {}
+    # and `--help` does not offer an option the command never uses
+    cmd = cli.commands[command]
+    param = next(p for p in cmd.params if p.name == option)
+    assert isinstance(param, click.Option)
+    helptext = CliRunner().invoke(cli, [command, "--help"]).output
+    always = not any(r.param == option and r.when is not None for r in _rules(command))
+    if always:
+        assert param.hidden and param.opts[-1] not in helptext.split()
+
+
+def _rules(command: str) -> tuple[Rule, ...]:
+    from installer import cli_flags
+
+    table = {
+        "install": cli_flags.INSTALL,
+        "verify": cli_flags.VERIFY,
+        "fetch": cli_flags.FETCH,
+        "bundle": cli_flags.BUNDLE,
+        "why": cli_flags.WHY,
+        "scan": cli_flags.SCAN,
+        "index": cli_flags.INDEX,
+    }
+    return tuple(table.get(command, ()))
+
+
+@pytest.mark.parametrize("option", sorted(LOCKED_ROWS))
+@pytest.mark.parametrize("mode", ["--locked", "--bundle"])
+def test_locked_install_refuses_what_the_lock_fixes(
+    world: dict[str, str], tmp_path: Path, option: str, mode: str
+) -> None:
+    where = ("--lockfile", "{L}") if mode == "--locked" else ("--bundle", "{B}")
+    head = ("install", mode if mode == "--locked" else "", *where, "--python", "{F}")
+    argv = tuple(a for a in head if a) + LOCKED_ROWS[option]
+    code, text, _files = _run(_fill(argv, world, tmp_path / "o"), world, tmp_path / "o")
+    assert code == 2, text
+    assert NOT_LOCKED in text and "re-lock" in text
+
+
+# refusals that hold only in one mode (the option acts elsewhere: rows above)
+CONDITIONAL = [
+    (("why", "lib", "p", "--lockfile", "{L}"), "[PROFILE] has no effect with --lockfile"),
+    (
+        ("install", "--bundle", "{B}", "--lockfile", "{L}", "--python", "{F}"),
+        "--lockfile has no effect with --bundle",
+    ),
+    (
+        ("install", "--locked", "--lockfile", "{L}", "--python", "{F}", "-c", "{C}"),
+        "--config has no effect with --locked and no PROFILE",
+    ),
+    (
+        (
+            "install",
+            "--locked",
+            "--lockfile",
+            "{L}",
+            "--python",
+            "{F}",
+            "--backend",
+            "pip",
+            "--uv-cache",
+            "private",
+        ),
+        "--uv-cache has no effect with --backend pip",
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "reason"), CONDITIONAL, ids=[r for _a, r in CONDITIONAL])
+def test_conditional_refusals(
+    world: dict[str, str], tmp_path: Path, argv: tuple[str, ...], reason: str
+) -> None:
+    code, text, files = _run(_fill(argv, world, tmp_path / "o"), world, tmp_path / "o")
+    assert code == 2, text
+    assert reason in text and files == {}
+
+
+BY_TEST = sorted(k for k, v in ROWS.items() if isinstance(v, ByTest))
+
+
+@pytest.mark.parametrize(("command", "option"), BY_TEST, ids=[f"{c}-{o}" for c, o in BY_TEST])
+def test_option_is_proven_by_a_named_test(command: str, option: str) -> None:
+    row = ROWS[(command, option)]
+    assert isinstance(row, ByTest)
+    module, func = row.test.split("::")
+    fn = getattr(importlib.import_module(module), func)
+    assert row.flag in inspect.getsource(fn), f"{row.test} does not use {row.flag}"
+
+
+def test_the_table_covers_only_real_commands() -> None:
+    assert {c for c, _o in ROWS} == set(cli.commands), sys.argv
