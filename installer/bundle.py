@@ -86,6 +86,17 @@ def make_bundle(
         lock_name = f"pylock.{profile.name}.toml"
         hooks.status(f"locking {profile.name} for {target.description} inside the bundle")
         done = do_lock(profile, stage / WHEELS, stage / lock_name, spec, hooks)
+        if done.overwrites:  # the install would refuse them offline: refuse here, online
+            from installer.overwrite import allow_hint
+
+            raise WheelhouseError(
+                f"the bundle's install would fail: {len(done.overwrites)} file(s) are written "
+                f"by two of its wheels; no bundle was written to {output}",
+                details=list(done.overwrites),
+                hint=allow_hint(done.overwrites).replace(
+                    "the profile", f"[profile.{profile.name}]"
+                ),
+            )
         named = {
             c.candidate.wheel.filename
             for c in done.resolution.packages.values()

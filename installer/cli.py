@@ -405,6 +405,13 @@ def lock(
             )
             for e in data["skipped_for_target"]:
                 click.echo(f"  {e['filename']}: {e['reason']}")
+        if data.get("overwrites"):
+            from installer.overwrite import allow_hint
+
+            click.echo(f"overwrites: {len(data['overwrites'])} file(s) written by two wheels:")
+            for line in data["overwrites"]:
+                click.echo(f"  {line}")
+            click.echo(f"  {allow_hint(data['overwrites'])}")
         click.echo(f"{'wrote' if data['changed'] else 'unchanged'} {path}")
 
     _emit(as_json, data, text)

@@ -78,5 +78,44 @@ def refuse_clashes(found: Sequence[Clash]) -> None:
         details=[c.describe() for c in found[:50]]
         + ([f"... and {len(found) - 50} more"] if len(found) > 50 else []),
         hint="remove the conflicting distribution first, or allow it deliberately with "
-        'allow-overwrite = ["' + '", "'.join(sorted({w for w, _ in pairs})) + '"] in the profile',
+        'allow-overwrite = ["' + '", "'.join(sorted({w for w, _ in pairs})) + '"] in the profile '
+        "and re-lock (`wh lock PROFILE --allow-overwrite "
+        + " --allow-overwrite ".join(sorted({w for w, _ in pairs}))
+        + "`): a lock keeps what it allows",
+    )
+
+
+_LOCK_SITE = Path(os.path.abspath(os.sep)) / "wh-lock-site"
+
+
+def between_wheels(wheels: Sequence[Path], allow_overwrite: Collection[str] = ()) -> list[str]:
+    """Files two wheels of one lock would both write, from their RECORDs, before any
+    environment is involved (what `wh lock` and `wh bundle` report): one line per file,
+    naming the distributions and the profile field that allows it. Identical files (a
+    shared namespace ``__init__.py``) are no overwrite. A wheel too broken to map is left
+    to the install's own checks, which name what is wrong with it."""
+    from installer.layout import Schemes, layout
+
+    site = _LOCK_SITE / "site-packages"
+    schemes = Schemes(site, site, _LOCK_SITE / "scripts", _LOCK_SITE, "3")
+    layouts: list[WheelLayout] = []
+    for w in wheels:
+        try:
+            layouts.append(layout(w, schemes))
+        except (OSError, ValueError, KeyError, StopIteration):  # a broken wheel: install says
+            continue
+    out = []
+    for c in clashes(layouts, {}, allow_overwrite=allow_overwrite):
+        rel = os.path.relpath(c.path, site) if c.path.startswith(str(site)) else c.path
+        out.append(f"{c.writer} and {c.owner} both write {rel.replace(os.sep, '/')}")
+    return out
+
+
+def allow_hint(lines: Sequence[str]) -> str:
+    """The profile field (and flag) that allows the overwrites ``between_wheels`` found."""
+    writers = sorted({line.split(" and ", 1)[0] for line in lines})
+    return (
+        "the install refuses a file written by two distributions; if the later one may win, "
+        'allow it in the profile: allow-overwrite = ["' + '", "'.join(writers) + '"] '
+        "(or --allow-overwrite " + " --allow-overwrite ".join(writers) + ")"
     )

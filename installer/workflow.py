@@ -45,6 +45,7 @@ class LockResult:
     target: Target
     data: bytes = field(repr=False)
     skipped: tuple[tuple[str, str], ...] = ()
+    overwrites: tuple[str, ...] = ()  # files two locked wheels both write (RECORD)
 
 
 def scan_wheelhouse(root: Path, hooks: Hooks, *, hashes: bool = True) -> Wheelhouse:
@@ -207,7 +208,13 @@ def do_lock(
         resolution, profile, target, lock_path, build_records=records, digests=digests
     )
     changed = lockmod.write(lock_path, data) if write else False
-    return LockResult(lock_path, changed, resolution, wh, target, data, skipped)
+    from installer.overwrite import between_wheels
+
+    overwrites = between_wheels(
+        sorted(c.candidate.wheel.path for c in resolution.packages.values() if c.candidate.wheel),
+        profile.allow_overwrite,
+    )
+    return LockResult(lock_path, changed, resolution, wh, target, data, skipped, tuple(overwrites))
 
 
 def lock_summary(result: LockResult) -> dict[str, Any]:
@@ -226,6 +233,7 @@ def lock_summary(result: LockResult) -> dict[str, Any]:
             {"filename": p.path.name, "reason": p.reason} for p in result.wheelhouse.problems
         ],
         "skipped_for_target": [{"filename": f, "reason": r} for f, r in result.skipped],
+        "overwrites": list(result.overwrites),
     }
 
 
