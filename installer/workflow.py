@@ -211,7 +211,12 @@ def do_lock(
     from installer.overwrite import between_wheels
 
     overwrites = between_wheels(
-        sorted(c.candidate.wheel.path for c in resolution.packages.values() if c.candidate.wheel),
+        [  # in install order: the later wheel is the one that overwrites
+            w.path
+            for level in resolution.levels
+            for n in level
+            if (w := resolution.packages[n].candidate.wheel) is not None
+        ],
         profile.allow_overwrite,
     )
     return LockResult(lock_path, changed, resolution, wh, target, data, skipped, tuple(overwrites))

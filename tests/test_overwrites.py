@@ -24,6 +24,7 @@ def _house(tmp_path: Path) -> Path:
         h,
         "flashinfer-python",
         "0.5.0",
+        ["torch-c-dlpack-ext"],
         files={"flashinfer/__init__.py": b"", "build_backend.py": b"a = 1\n"},
     )
     make_wheel(
@@ -49,15 +50,16 @@ def test_lock_reports_overwrites_with_the_field_that_allows_them(
     common = [*ROOTS, "--wheelhouse", house, "--python", python, "--lockfile", lock]
     r = run_wh("lock", *common)
     assert r.returncode == 0, r.stderr
-    assert "torch-c-dlpack-ext and flashinfer-python both write build_backend.py" in r.stdout
-    assert 'allow-overwrite = ["torch-c-dlpack-ext"]' in r.stdout
+    assert "flashinfer-python and torch-c-dlpack-ext both write build_backend.py" in r.stdout
+    assert 'allow-overwrite = ["flashinfer-python"]' in r.stdout
     assert "ns/__init__.py" not in r.stdout
     data = json.loads(run_wh("lock", *common, "--json").stdout)
     assert data["overwrites"] == [
-        "torch-c-dlpack-ext and flashinfer-python both write build_backend.py"
+        "flashinfer-python and torch-c-dlpack-ext both write build_backend.py"
     ]
     # the field it names works: allowed, nothing to report, and the install goes through
-    ok = run_wh("lock", *common, "--allow-overwrite", "torch-c-dlpack-ext")
+    # (flashinfer-python needs torch-c-dlpack-ext here, so it is installed after it and wins)
+    ok = run_wh("lock", *common, "--allow-overwrite", "flashinfer-python")
     assert ok.returncode == 0 and "both write" not in ok.stdout
     inst = run_wh("install", "--locked", "--lockfile", lock, "--python", python)
     assert inst.returncode == 0, inst.stderr
@@ -77,7 +79,7 @@ def test_bundle_refuses_what_the_install_would_refuse(
     assert "both write build_backend.py" in r.stderr
     assert "allow-overwrite" in r.stderr
     assert not out.exists()
-    r = run_wh("bundle", *common, "--allow-overwrite", "torch-c-dlpack-ext")
+    r = run_wh("bundle", *common, "--allow-overwrite", "flashinfer-python")
     assert r.returncode == 0, r.stderr
     assert out.is_file()
 
