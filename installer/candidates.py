@@ -78,6 +78,8 @@ class CandidateIndex:
     all_wheels: dict[NormalizedName, list[Wheel]] = field(default_factory=dict)
     pins: Mapping[NormalizedName, Pinned] = field(default_factory=dict)
     installed: Mapping[NormalizedName, Pinned] = field(default_factory=dict)
+    # broken wheels the scan excluded, by the name in their filename: "file: reason"
+    excluded: Mapping[NormalizedName, Sequence[str]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -195,7 +197,10 @@ class CandidateIndex:
             )
         wheels = self.all_wheels.get(name, [])
         if not wheels:
-            lines.append(f"the wheelhouse has no wheel named {name}")
+            broken = self.excluded.get(name, ())
+            lines.extend(f"{b} (excluded as broken)" for b in broken)
+            if not broken:
+                lines.append(f"the wheelhouse has no wheel named {name}")
             return lines
         rejected = {r.filename: r for r in self.rejected.get(name, [])}
         usable = {c.wheel.filename for c in self.by_name.get(name, []) if c.wheel}

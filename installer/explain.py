@@ -20,14 +20,18 @@ def explain_impossible(
     *,
     chains: Mapping[str, Sequence[str]] | None = None,
     prereleases: str = "if-necessary-or-explicit",
+    older: Mapping[NormalizedName, str] | None = None,
 ) -> ResolutionError:
     """Build the ResolutionError for resolvelib's ``causes`` (RequirementInformation list).
 
     ``chains`` maps a parent candidate ("a 2.5") to the requirements that brought it in
     from the profile ("profile requires d", "d 3.0 requires a>=1.0"), so each conflicting
-    requirement is shown with the path that led to it.
+    requirement is shown with the path that led to it. ``older`` holds, per protected name,
+    an older version of a conflicting package with which everything resolves (tried): the
+    hint names it rather than an override of the protected name.
     """
     chains = chains or {}
+    older = older or {}
     by_name: dict[NormalizedName, list[Any]] = defaultdict(list)
     for info in causes:
         by_name[info.requirement.name].append(info)
@@ -58,7 +62,10 @@ def explain_impossible(
             )
         )
         only_profile = all(i.parent is None for i in infos)
-        hints.append(_hint(name, index, overrides, [r.text for r in plain] if only_profile else []))
+        hints.append(
+            older.get(name)
+            or _hint(name, index, overrides, [r.text for r in plain] if only_profile else [])
+        )
     parents = sorted({i.requirement.parent for infos in by_name.values() for i in infos})
     message = (
         f"cannot satisfy the requirements on {', '.join(names)} from the wheelhouse"
@@ -85,9 +92,17 @@ def _hint(
         )
     if pin is not None:
         return (
-            f"{name} is protected at {pin.version} ({pin.reason or 'no reason given'}); "
-            f"relax the requirement with an override such as --override '{name}=={pin.version}'"
-            " if the installed build really works, or remove the protection deliberately"
+            f"{name} is protected at {pin.version} ({pin.reason or 'no reason given'}) and no "
+            "older version of the packages that refuse it resolves with it: add a wheel of one "
+            f"that accepts {name} {pin.version}, or change the requirement that refuses it; "
+            f"an override '{name}=={pin.version}' would rewrite every requirement on {name} "
+            "and hide the conflict, so use one only for a package you know works with it"
+        )
+    if not index.all_wheels.get(name) and index.excluded.get(name):
+        return (
+            f"the wheelhouse's {name} wheel(s) are broken and were excluded: "
+            + "; ".join(index.excluded[name])
+            + f": replace them with sound builds of {name} (`wh scan --strict` lists every one)"
         )
     if not index.all_wheels.get(name):
         return (
@@ -113,4 +128,30 @@ def _hint(
         f"an override: --override '{name}=={available[0]}' (or overrides = "
         f'[{{ requirement = "{name}=={available[0]}", reason = "..." }}] in the '
         "profile)"
+    )
+
+
+def all_missing(
+    missing: Mapping[NormalizedName, set[str]], index: CandidateIndex
+) -> ResolutionError:
+    """Every package the resolution needs and the wheelhouse lacks, in one error."""
+    details = []
+    for name in sorted(missing):
+        who = ", ".join(sorted(missing[name])) or "the profile"
+        broken = index.excluded.get(name, ())
+        state = (
+            "broken: " + "; ".join(broken)
+            if broken
+            else "no usable wheel"
+            if index.all_wheels.get(name)
+            else "no wheel"
+        )
+        details.append(f"{name}: {state} (required by {who})")
+    return ResolutionError(
+        f"the wheelhouse lacks {len(missing)} package(s) the profile needs: "
+        + ", ".join(sorted(missing)),
+        details=details,
+        hint="add wheels of all of them (online, `wh fetch PROFILE` fetches them in one go; "
+        "`wh build` for a package without a wheel for this platform), and replace the "
+        "broken ones",
     )

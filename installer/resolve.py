@@ -23,6 +23,7 @@ from installer.target import Target
 from installer.wheelfile import Wheel
 
 PRERELEASE_POLICIES = ("if-necessary-or-explicit", "allow", "disallow")
+_ASSUMED = Version("0")  # the stand-in version of an assumed-present name (by identity)
 
 
 @dataclass(frozen=True)
@@ -100,11 +101,15 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         target: Target,
         overrides: Mapping[NormalizedName, Override],
         prereleases: str,
+        assume: Collection[NormalizedName] = (),
     ) -> None:
         self.index = index
         self.target = target
         self.overrides = overrides
         self.prereleases = prereleases
+        # names the wheelhouse lacks, taken as present (no dependencies) so that one failed
+        # offline lock can name every missing package rather than the first only
+        self.assume = frozenset(assume)
         self._deps: dict[Candidate, list[Need]] = {}
 
     def identify(self, requirement_or_candidate: Need | Candidate) -> str:
@@ -135,6 +140,8 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         reqs = list(requirements[identifier])
         bad = {c.version for c in incompatibilities[identifier]}
         name = canonicalize_name(identifier.split("[")[0])
+        if name in self.assume:
+            return [Candidate(name, _ASSUMED, None, ())]
         extras = frozenset(reqs[0].extras) if reqs else frozenset()
         ok = [
             c
@@ -149,6 +156,8 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
     @staticmethod
     def _satisfies(req: Need, cand: Candidate) -> bool:
         version = cand.version
+        if version is _ASSUMED:
+            return True
         ok = req.verdicts.get(version)
         if ok is None:
             if req.exact is not None:
@@ -269,6 +278,8 @@ def resolve(
     max_rounds: int = 200_000,
     on_pin: Callable[[NormalizedName], None] | None = None,
     undeclared: Collection[NormalizedName] = (),
+    excluded: Mapping[NormalizedName, Sequence[str]] | None = None,
+    hints: bool = True,
 ) -> Resolution:
     """Resolve ``roots`` for ``target`` from ``wheels``. Pure: no disk, no subprocess.
 
@@ -277,11 +288,14 @@ def resolve(
     ``on_pin`` hears each name as the resolver pins it (a pin may still be undone by
     backtracking), so a caller can start work on likely results early. ``undeclared`` names
     roots that are dependencies nobody declares (a profile's extra requirements): the
-    install order puts them before the other roots.
+    install order puts them before the other roots. ``excluded`` maps a name to the
+    wheelhouse's broken wheels of it ("file: reason"), so a conflict says they are broken
+    rather than absent. ``hints`` False skips the trial resolutions behind a conflict's hints.
     """
     pins = dict(pins or {})
     over = {o.name: o for o in overrides}
     index = CandidateIndex.build(wheels, target, pins, installed)
+    index.excluded = dict(excluded or {})
     root_needs: list[Need] = []
     root_applied: list[Applied] = []
     for r in roots:
@@ -300,13 +314,37 @@ def resolve(
     try:
         result = resolver.resolve(root_needs, max_rounds=max_rounds)
     except resolvelib.ResolutionImpossible as exc:
-        from installer.explain import explain_impossible
+        from installer.explain import all_missing, explain_impossible
 
         causes = list(exc.causes)
+        missing = _missing(causes, index)
+        if missing and hints:
+            more = _every_missing(missing, index, target, over, prereleases, root_needs)
+            if len(more) > 1:
+                raise all_missing(more, index) from None
         parents = sorted({i.parent for i in causes if i.parent is not None}, key=str)
         chains = {str(p): requirement_chain(p, root_needs, index, target, over) for p in parents}
+        older: dict[NormalizedName, str] = {}
+        if hints:
+
+            def trial(extra: Sequence[Requirement]) -> list[Any] | None:
+                """None when the roots, with ``extra`` in place of the roots on the same
+                names, resolve; else the conflict's causes."""
+                names = {canonicalize_name(r.name) for r in extra}
+                needs = [n for n in root_needs if n.name not in names]
+                needs += [to_need(r, "profile", target, over)[0] for r in extra]
+                again = _Provider(index, target, over, prereleases)
+                try:
+                    resolvelib.Resolver(again, resolvelib.BaseReporter()).resolve(
+                        needs, max_rounds=max_rounds
+                    )
+                except (resolvelib.ResolutionImpossible, resolvelib.ResolutionTooDeep) as e:
+                    return list(getattr(e, "causes", []) or [None])
+                return None
+
+            older = older_alternatives(causes, index, target, trial)
         raise explain_impossible(
-            causes, index, over, chains=chains, prereleases=prereleases
+            causes, index, over, chains=chains, prereleases=prereleases, older=older
         ) from None
     except resolvelib.ResolutionTooDeep as exc:
         raise ResolutionError(
@@ -316,6 +354,142 @@ def resolve(
     resolution = _assemble(result.mapping, root_needs, root_applied, target, over, pins, undeclared)
     rejected = tuple(r for n in sorted(resolution.packages) for r in index.rejected.get(n, []))
     return replace(resolution, rejected=rejected)
+
+
+def _missing(causes: Sequence[Any], index: CandidateIndex) -> set[NormalizedName]:
+    """Names in a conflict that the wheelhouse has no usable wheel of at all."""
+    out = set()
+    for info in causes:
+        name = canonicalize_name(info.requirement.name)
+        if not index.candidates(name):
+            out.add(name)
+    return out
+
+
+def _every_missing(
+    first: set[NormalizedName],
+    index: CandidateIndex,
+    target: Target,
+    over: Mapping[NormalizedName, Override],
+    prereleases: str,
+    root_needs: Sequence[Need],
+    *,
+    rounds: int = 50,
+) -> dict[NormalizedName, set[str]]:
+    """Every name the resolution needs and the wheelhouse lacks (name -> who asked): resolve
+    again with the missing names taken as present, until nothing more is missing."""
+    found: dict[NormalizedName, set[str]] = {}
+    assume = set(first)
+    for _ in range(rounds):
+        provider = _Provider(index, target, over, prereleases, assume)
+        try:
+            result = resolvelib.Resolver(provider, resolvelib.BaseReporter()).resolve(
+                root_needs, max_rounds=20_000
+            )
+        except resolvelib.ResolutionImpossible as exc:
+            new = _missing(list(exc.causes), index) - assume
+            for info in exc.causes:
+                n = canonicalize_name(info.requirement.name)
+                if n in new or n in assume:
+                    found.setdefault(n, set()).add(info.requirement.parent)
+            if not new:
+                break
+            assume |= new
+            continue
+        except resolvelib.ResolutionTooDeep:
+            break
+        for req in result.criteria.values():
+            for info in req.information:
+                n = canonicalize_name(info.requirement.name)
+                if n in assume:
+                    found.setdefault(n, set()).add(info.requirement.parent)
+        break
+    return found
+
+
+def _older_accepting(
+    index: CandidateIndex,
+    target: Target,
+    name: NormalizedName,
+    below: Version,
+    dep: NormalizedName,
+    version: Version,
+    tries: int,
+) -> list[Candidate]:
+    """Up to ``tries`` versions of ``name`` older than ``below`` (newest first) whose
+    requirements on ``dep`` all admit ``version``."""
+    out: list[Candidate] = []
+    for cand in index.candidates(name):
+        if cand.version >= below or len(out) >= tries:
+            continue
+        if all(
+            r.specifier.contains(version, prereleases=True)
+            for r in cand.requires
+            if canonicalize_name(r.name) == dep and target.evaluate(r.marker)
+        ):
+            out.append(cand)
+    return out
+
+
+def older_alternatives(
+    causes: Sequence[Any],
+    index: CandidateIndex,
+    target: Target,
+    trial: Callable[[Sequence[Requirement]], list[Any] | None],
+    *,
+    tries: int = 3,
+) -> dict[NormalizedName, str]:
+    """For a protected name in a conflict: older versions of the packages that refuse the
+    protected build, with which the whole resolution succeeds (each tried by ``trial``, a
+    resolution with those versions pinned). Where the older version is itself refused by
+    a package pinning it (sglang pins torchvision), older versions of that one are tried
+    too. Returns protected name -> hint text."""
+    out: dict[NormalizedName, str] = {}
+
+    def found(name: NormalizedName, pin: Pinned, reqs: Sequence[Requirement]) -> None:
+        pinned = " ".join(f"-r '{r}'" for r in reqs)
+        listed = ", ".join(f'"{r}"' for r in reqs)
+        out[name] = (
+            f"{' and '.join(str(r).replace('==', ' ') for r in reqs)} accept"
+            f"{'s' if len(reqs) == 1 else ''} the protected {name} {pin.version}, and the "
+            f"whole profile resolves with {'it' if len(reqs) == 1 else 'them'}: ask for "
+            f"{pinned} (in the profile's requirements: {listed}, in place of any requirement "
+            "on the same name)"
+        )
+
+    for info in causes:
+        name = canonicalize_name(info.requirement.name)
+        pin = index.pins.get(name)
+        parent = info.parent
+        if pin is None or parent is None or name in out:
+            continue
+        if info.requirement.specifier.contains(pin.version, prereleases=True):
+            continue
+        for old in _older_accepting(
+            index, target, parent.name, parent.version, name, pin.version, tries
+        ):
+            first = Requirement(f"{parent.name}=={old.version}")
+            again = trial([first])
+            if again is None:
+                found(name, pin, [first])
+                break
+            # who refuses the older version: try older versions of them as well
+            for why in again:
+                if why is None or why.parent is None or why.requirement.name != parent.name:
+                    continue
+                up = why.parent
+                for older_up in _older_accepting(
+                    index, target, up.name, up.version, parent.name, old.version, tries
+                ):
+                    second = Requirement(f"{up.name}=={older_up.version}")
+                    if trial([first, second]) is None:
+                        found(name, pin, [first, second])
+                        break
+                if name in out:
+                    break
+            if name in out:
+                break
+    return out
 
 
 def requirement_chain(

@@ -157,6 +157,7 @@ def do_lock(
             prereleases=prereleases,
             on_pin=prehash.start,
             undeclared=[canonicalize_name(e.requirement.name) for e in profile.extras],
+            excluded=excluded_by_name(wh),
         )
         locked_names = set(resolution.packages)
         locked_wheels = [w for w in wh.wheels if w.name in locked_names]
@@ -220,6 +221,17 @@ def do_lock(
         profile.allow_overwrite,
     )
     return LockResult(lock_path, changed, resolution, wh, target, data, skipped, tuple(overwrites))
+
+
+def excluded_by_name(wh: Wheelhouse) -> dict[NormalizedName, list[str]]:
+    """The scan's broken wheels by the project name in their filename: a conflict then says
+    "broken" where it would say "no wheel named X"."""
+    out: dict[NormalizedName, list[str]] = {}
+    for p in wh.problems:
+        out.setdefault(canonicalize_name(p.path.name.split("-", 1)[0]), []).append(
+            f"{p.path.name}: {' '.join(p.reason.split())}"
+        )
+    return out
 
 
 def lock_summary(result: LockResult) -> dict[str, Any]:
