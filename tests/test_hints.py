@@ -1,0 +1,98 @@
+"""Hints that lead somewhere: the hint of each refusal, followed, gives a state that works."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from installer.wheelwriter import write_wheel
+from tests.factory import make_wheel
+from tests.fixtures import run_wh
+
+CUDA = "2.9.1+cu130"
+
+
+def _stack(tmp_path: Path) -> Path:
+    """torchvision 0.29.2 needs torch>=2.14; 0.28.0 takes the protected 2.9.1 build;
+    sglang 0.5.10 pins the new torchvision, 0.5.9 the old one."""
+    h = tmp_path / "house"
+    make_wheel(h, "torch", CUDA)
+    make_wheel(h, "torch", "2.14.0")
+    make_wheel(h, "torchvision", "0.29.2", ["torch>=2.14"])
+    make_wheel(h, "torchvision", "0.28.0", ["torch==2.9.1"])
+    make_wheel(h, "sglang", "0.5.10", ["torchvision==0.29.2"])
+    make_wheel(h, "sglang", "0.5.9", ["torchvision==0.28.0"])
+    return h
+
+
+def _requirements_in(hint: str) -> list[str]:
+    """The -r arguments a hint says to ask for."""
+    words = shlex.split(hint.split("ask for", 1)[1].split("(", 1)[0])
+    return [w for w in words if w != "-r"]
+
+
+def test_a_protected_conflict_names_older_versions_that_resolve(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    house = _stack(tmp_path)
+    python = new_venv([house / f"torch-{CUDA}-py3-none-any.whl"])
+    common = ["--wheelhouse", house, "--python", python, "--protect", "torch"]
+    lock = tmp_path / "l.toml"
+    r = run_wh("lock", "-r", "sglang==0.5.10", *common, "--lockfile", lock)
+    assert r.returncode == 4, r.stdout + r.stderr
+    hint = r.stderr.split("hint: ", 1)[1]
+    assert "--override 'torch==" not in hint  # would rewrite torchvision's >=2.14 too
+    assert "torchvision 0.28.0 and sglang 0.5.9 accept the protected torch" in hint
+    asked = _requirements_in(hint)
+    assert asked == ["torchvision==0.28.0", "sglang==0.5.9"]
+    # the hint leads to a lock that works, with the protected build kept
+    ok = run_wh("install", *[a for q in asked for a in ("-r", q)], *common, "--lockfile", lock)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert f"protected torch {CUDA} unchanged" in ok.stdout
+
+
+def test_without_an_older_version_no_override_of_the_protected_name_is_suggested(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    house = tmp_path / "house"
+    make_wheel(house, "torch", CUDA)
+    make_wheel(house, "torchvision", "0.29.2", ["torch>=2.14"])
+    python = new_venv([house / f"torch-{CUDA}-py3-none-any.whl"])
+    r = run_wh("lock", "-r", "torchvision", "--wheelhouse", house, "--python", python,
+               "--protect", "torch", "--lockfile", tmp_path / "l.toml")  # fmt: skip
+    assert r.returncode == 4
+    hint = r.stderr.split("hint: ", 1)[1]
+    assert "--override '" not in hint
+    assert "would rewrite every requirement on torch" in hint
+
+
+def test_an_offline_lock_names_every_missing_package_at_once(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    house = tmp_path / "house"
+    make_wheel(house, "app", "1.0", ["a", "b", "c"])
+    make_wheel(house, "a", "1.0", ["deep"])
+    r = run_wh("lock", "-r", "app", "--wheelhouse", house, "--python", new_venv(),
+               "--lockfile", tmp_path / "l.toml")  # fmt: skip
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "the wheelhouse lacks 3 package(s) the profile needs: b, c, deep" in r.stderr
+    assert "deep: no wheel (required by a 1.0)" in r.stderr
+    assert "c: no wheel (required by app 1.0)" in r.stderr
+    assert "wh fetch" in r.stderr
+
+
+def test_a_broken_wheel_is_reported_as_broken(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    house = tmp_path / "house"
+    make_wheel(house, "app", "1.0", ["lib"])
+    write_wheel(house, "lib", "1.0", {"lib/__init__.py": b""}, requires_dist=["torch >= = 2"])
+    r = run_wh("lock", "-r", "app", "--wheelhouse", house, "--python", new_venv(),
+               "--lockfile", tmp_path / "l.toml")  # fmt: skip
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "no wheel named lib" not in r.stderr
+    assert "lib-1.0-py3-none-any.whl: invalid Requires-Dist 'torch >= = 2'" in r.stderr
+    assert "(excluded as broken)" in r.stderr
+    assert "the wheelhouse's lib wheel(s) are broken and were excluded" in r.stderr
+    assert "replace" in r.stderr
