@@ -162,7 +162,12 @@ def do_lock(
         locked_names = set(resolution.packages)
         locked_wheels = [w for w in wh.wheels if w.name in locked_names]
         hooks.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
-        hashed = add_hashes(locked_wheels, on_hashed=hooks.hashed, started=prehash.started)
+        # speed: RECORDs are read for overwrites while the hashing threads (GIL released)
+        # run: alone, 0.18-0.22 s for torch, two opencv wheels and numpy (13,634 files)
+        with ThreadPoolExecutor(max_workers=1) as side:
+            overwriting = side.submit(_overwrites, resolution, profile.allow_overwrite)
+            hashed = add_hashes(locked_wheels, on_hashed=hooks.hashed, started=prehash.started)
+            overwrites = overwriting.result()
     digests = {w.path: w.sha256 for w in hashed}
     refuse_ambiguous(hashed, locked_names)  # reliability: one file per identity
     missing = sorted(absent & set(resolution.packages))
@@ -209,18 +214,22 @@ def do_lock(
         resolution, profile, target, lock_path, build_records=records, digests=digests
     )
     changed = lockmod.write(lock_path, data) if write else False
+    return LockResult(lock_path, changed, resolution, wh, target, data, skipped, tuple(overwrites))
+
+
+def _overwrites(resolution: Resolution, allow: tuple[NormalizedName, ...]) -> list[str]:
+    """Files two locked wheels both write, in install order (the later one overwrites)."""
     from installer.overwrite import between_wheels
 
-    overwrites = between_wheels(
-        [  # in install order: the later wheel is the one that overwrites
+    return between_wheels(
+        [
             w.path
             for level in resolution.levels
             for n in level
             if (w := resolution.packages[n].candidate.wheel) is not None
         ],
-        profile.allow_overwrite,
+        allow,
     )
-    return LockResult(lock_path, changed, resolution, wh, target, data, skipped, tuple(overwrites))
 
 
 def excluded_by_name(wh: Wheelhouse) -> dict[NormalizedName, list[str]]:
