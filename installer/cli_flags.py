@@ -125,10 +125,14 @@ INSTALL = (
 
 _VERIFY_LOCK = "verify reads the lock, which fixes it: re-lock with `wh lock PROFILE {flag} ...`"
 VERIFY = (
+    Rule(
+        "requirements",
+        "has no effect on verify, which reads the lock: name the lock instead (the lock of "
+        "`wh lock -r ...` is lockfiles/pylock.cli.toml: `wh verify cli`, or --lockfile PATH)",
+    ),
     *(
         Rule(name, "has no effect on " + _VERIFY_LOCK.format(flag=flag))
         for name, flag in (
-            ("requirements", "-r"),
             ("extra_requirements", "--extra-requirement"),
             ("overrides", "--override"),
             ("allow_overwrite", "--allow-overwrite"),

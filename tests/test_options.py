@@ -14,7 +14,6 @@ import hashlib
 import importlib
 import inspect
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,7 +163,7 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     # verify
     ("verify", "profile_name"): Diff(("verify", "--python", "{F}"), ("p",)),
     ("verify", "configs"): Refused((*VERIFY, "-c", "{C}"), "has no effect without a PROFILE"),
-    ("verify", "requirements"): Refused((*VERIFY, "-r", "x"), "verify reads the lock"),
+    ("verify", "requirements"): Refused((*VERIFY, "-r", "x"), "verify, which reads the lock"),
     ("verify", "allow_overwrite"): Refused((*VERIFY, "--allow-overwrite", "x"), "verify reads"),
     ("verify", "extra_requirements"): Refused(
         (*VERIFY, "--extra-requirement", "x"), "verify reads"
@@ -554,4 +553,4 @@ def test_option_is_proven_by_a_named_test(command: str, option: str) -> None:
 
 
 def test_the_table_covers_only_real_commands() -> None:
-    assert {c for c, _o in ROWS} == set(cli.commands), sys.argv
+    assert {c for c, _o in ROWS} == set(cli.commands)
