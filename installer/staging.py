@@ -579,12 +579,16 @@ def _write_batches(
             for a in batch:
                 mover.move(layouts[a.package.wheel])
         else:
-            backend.install(
-                python,
-                [a.package.wheel for a in batch],
-                link_mode=link_mode,
-                reinstall=any(a.kind == "reinstall" for a in batch),
-            )
+            # two wheels of one batch writing one file (an allowed overwrite) go in separate
+            # calls, the later one last: one call writes both copies in no set order
+            reinstall = {a.package.wheel for a in batch if a.kind == "reinstall"}
+            for rnd in rounds(layouts[a.package.wheel] for a in batch):
+                backend.install(
+                    python,
+                    [lay.wheel for lay in rnd],
+                    link_mode=link_mode,
+                    reinstall=any(lay.wheel in reinstall for lay in rnd),
+                )
         # speed: the batch's files are hashed while the next batch is written
         check.submit(
             [

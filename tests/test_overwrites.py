@@ -108,3 +108,34 @@ def test_real_opencv_wheels_overwrite_each_other(
     found = json.loads(r.stdout)["overwrites"]
     assert any(line.endswith("both write cv2/cv2.abi3.so") for line in found), found
     assert all("opencv-python" in line and "opencv-python-headless" in line for line in found)
+
+
+@pytest.mark.parametrize("backend", ["uv", "pip"])
+def test_an_allowed_overwrite_within_one_batch_installs(
+    tmp_path: Path, new_venv: Callable[..., Path], backend: str
+) -> None:
+    """Both wheels in one dependency level (one batch, no staging): the later one of the
+    plan wins, as the member check expects, with either backend."""
+    h = tmp_path / "house"
+    make_wheel(
+        h,
+        "flashinfer-python",
+        "0.5.0",
+        files={"flashinfer/__init__.py": b"", "build_backend.py": b"a = 1\n"},
+    )
+    make_wheel(
+        h,
+        "torch-c-dlpack-ext",
+        "0.1.0",
+        files={"torch_c_dlpack_ext/__init__.py": b"", "build_backend.py": b"b = 2\n"},
+    )
+    python = new_venv()
+    r = run_wh(
+        "install", "-r", "flashinfer-python", "-r", "torch-c-dlpack-ext", "--wheelhouse", h,
+        "--python", python, "--lockfile", tmp_path / "l.toml", "--backend", backend,
+        "--allow-overwrite", "torch-c-dlpack-ext",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "batch 1/1" in r.stderr
+    site = next((python.parent.parent / "lib").glob("python3*/site-packages"))
+    assert (site / "build_backend.py").read_bytes() == b"b = 2\n"
