@@ -26,6 +26,9 @@ from installer.target import Target
 # (the target may not have it) and drops that path again before listing distributions.
 _PROBE = r"""
 import hashlib, json, os, sys, sysconfig
+if sys.version_info < (3, 10):  # the borrowed packaging needs 3.10: say so, do not crash
+    print(json.dumps({"too_old": "%d.%d.%d" % sys.version_info[:3]}))
+    sys.exit(0)
 sys.path.insert(0, sys.argv[1])
 from packaging import tags, markers
 sys.path.pop(0)
@@ -190,7 +193,7 @@ def _run_probe(python: Path) -> dict[str, Any]:
         raise TargetError(
             f"target interpreter {python} could not be probed",
             details=[exc.message, *exc.details],
-            hint="check that it is a working CPython >= 3.8",
+            hint="check that it is a working CPython 3.10 or newer",
         ) from exc
     try:
         data: dict[str, Any] = json.loads(done.stdout)
@@ -199,13 +202,20 @@ def _run_probe(python: Path) -> dict[str, Any]:
         raise TargetError(
             f"{python} is not a Python interpreter wh can use: its answer to the probe is not JSON",
             details=[f"it printed: {first}"],
-            hint="pass --python with a CPython >= 3.8 interpreter or a venv folder",
+            hint="pass --python with a CPython 3.10+ interpreter or a venv folder",
         ) from None
+    if isinstance(data, dict) and "too_old" in data:
+        raise TargetError(
+            f"{python} is Python {data['too_old']}; wh needs a target of Python 3.10 or newer "
+            f"(its probe runs packaging {packaging.__version__}, which needs 3.10)",
+            hint="create the target venv with Python 3.10 or newer, e.g. `py -3.12 -m venv "
+            "VENV` on Windows or `python3.12 -m venv VENV`",
+        )
     if not isinstance(data, dict) or "markers" not in data:
         raise TargetError(
             f"{python} is not a Python interpreter wh can use: its answer to the probe "
             "lacks the environment's markers",
-            hint="pass --python with a CPython >= 3.8 interpreter or a venv folder",
+            hint="pass --python with a CPython 3.10+ interpreter or a venv folder",
         )
     return data
 

@@ -78,6 +78,22 @@ def test_no_target_is_refused_and_wh_own_env_untouched(
     assert _own_env() == own
 
 
+def _old_python(tmp_path: Path) -> Path:
+    """Stands in for a CPython 3.9: runs wh's probe through this interpreter with
+    sys.version_info faked, so the probe's own version check is what answers."""
+    prog = tmp_path / "python3.9"
+    prog.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        "sys.version_info = (3, 9, 18, 'final', 0)\n"
+        "code = sys.argv[sys.argv.index('-c') + 1]\n"
+        "sys.argv = ['-c', *sys.argv[sys.argv.index('-c') + 2:]]\n"
+        "exec(compile(code, '<probe>', 'exec'))\n"
+    )
+    prog.chmod(prog.stat().st_mode | stat.S_IXUSR)
+    return prog
+
+
 def _not_json(tmp_path: Path) -> Path:
     prog = tmp_path / "fakepython"
     prog.write_text("#!/bin/sh\necho hello from a program that is not python\n")
@@ -91,6 +107,7 @@ def _not_json(tmp_path: Path) -> Path:
         ("passwd", "cannot run /etc/passwd"),
         ("not-json", "its answer to the probe is not JSON"),
         ("missing", "does not exist"),
+        ("old", "is Python 3.9.18; wh needs a target of Python 3.10 or newer"),
     ],
 )
 def test_bad_python_is_a_message(
@@ -101,6 +118,7 @@ def test_bad_python_is_a_message(
         "passwd": Path("/etc/passwd"),
         "not-json": _not_json(tmp_path),
         "missing": tmp_path / "nope" / "python",
+        "old": _old_python(tmp_path),
     }[which]
     before = lock.read_bytes()
     cmds: list[list[str | Path]] = [
