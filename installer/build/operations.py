@@ -637,3 +637,65 @@ def guard_macro(condition: str) -> str:
 
 
 CMakeOperation = ExcludeSource | SwitchTrigger | AddCondition | UnderSwitch | Gencodes
+
+
+@dataclass(frozen=True)
+class GuardRegistrations:
+    """The op registrations of ``file`` guarded to match the recipe's excluded sources
+    (computed: see torchreg.plan_guards)."""
+
+    file: str
+    why: str = ""
+    kind: str = "guard-registrations"
+
+    @property
+    def what(self) -> str:
+        return self.file
+
+
+Operation = CMakeOperation | GuardRegistrations
+
+_KINDS = ("exclude-source", "switch-autotrigger", "add-condition", "under-switch", "gencodes",
+          "guard-registrations")
+
+
+def from_table(item: Mapping[str, object], where: str, archs: Sequence[str]) -> Operation:
+    """One ``[[operations]]`` table of a recipe as an operation; a BuildError names what is wrong."""
+
+    def s(key: str, default: str | None = None) -> str:
+        v = item.get(key, default)
+        if not isinstance(v, str) or not v:
+            raise BuildError(f"{where}: op {item.get('op')!r} needs {key} (a non-empty string)")
+        return v
+
+    def strs(key: str) -> tuple[str, ...]:
+        v = item.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise BuildError(f"{where}: {key} must be a list of strings")
+        return tuple(v)
+
+    kind = item.get("op")
+    why = str(item.get("why", ""))
+    if kind == "exclude-source":
+        cond = s("condition")
+        guard_macro(cond)  # refuse a condition with no preprocessor equivalent now
+        return ExcludeSource(s("source"), cond, why)
+    if kind == "switch-autotrigger":
+        return SwitchTrigger(s("switch"), why)
+    if kind == "add-condition":
+        return AddCondition(s("switch"), s("condition"), why)
+    if kind == "under-switch":
+        op = UnderSwitch(s("switch"), s("default", "OFF"), strs("commands"), strs("items"), why)
+        if not op.commands and not op.items:
+            raise BuildError(f"{where}: under-switch {op.switch} names no commands and no items")
+        for spec in op.commands:
+            op._spec(spec)
+        return op
+    if kind == "gencodes":
+        return Gencodes(strs("archs") or tuple(archs), why)
+    if kind == "guard-registrations":
+        return GuardRegistrations(s("file"), why)
+    raise BuildError(
+        f"{where}: unknown op {kind!r}",
+        hint=f"ops: {', '.join(_KINDS)}; or a [[patches]] text patch",
+    )
