@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from installer.build.conditions import cmake_commands, cmake_tokens, eval_cmake
 
@@ -33,10 +32,10 @@ class AutoTrigger:
         if self.kind == "or-switch":
             fix = f"if({self.switch})"
         else:
-            fix = "if(<version check> AND <target condition>), e.g. AND NOT MSVC"
+            fix = f"if(<version check> AND {self.switch}) or add the target's condition"
         return (
-            f"{self.file}:{self.line}: if({self.condition}) turns on {self.switch} whenever the CUDA"
-            f" toolkit is new enough, whatever you build for; rewrite as {fix}"
+            f"{self.file}:{self.line}: if({self.condition}) turns on {self.switch} whenever"
+            f" the CUDA toolkit is new enough on this platform, whatever you build for; rewrite as {fix}"
         )
 
 
@@ -50,7 +49,9 @@ def _has_version_test(tokens: list[str]) -> bool:
 def live(trigger: AutoTrigger, variables: Mapping[str, str]) -> bool:
     """Whether the trigger still fires on this platform once the toolchain is new enough:
     its condition evaluated with CUDA 99 and the platform's variables."""
-    new = {k: "99.0" for k in ("CUDA_VERSION", "CMAKE_CUDA_COMPILER_VERSION", "CUDAToolkit_VERSION")}
+    new = {
+        k: "99.0" for k in ("CUDA_VERSION", "CMAKE_CUDA_COMPILER_VERSION", "CUDAToolkit_VERSION")
+    }
     return eval_cmake(trigger.condition, {**variables, **new})
 
 

@@ -214,9 +214,11 @@ class _Run:
                 elif v not in _LIB_KEYWORDS:
                     srcs.append(_relative(v))
             self.cfg.targets[vals[0]] = Target(
-                vals[0], cmd.file, cmd.line, srcs, cuda_architectures=var.get(
-                    "CMAKE_CUDA_ARCHITECTURES", ""
-                )
+                vals[0],
+                cmd.file,
+                cmd.line,
+                srcs,
+                cuda_architectures=var.get("CMAKE_CUDA_ARCHITECTURES", ""),
             )
         elif low.startswith("target_") and vals and vals[0] in self.cfg.targets:
             t = self.cfg.targets[vals[0]]

@@ -31,7 +31,7 @@ class Arg:
 
 @dataclass(frozen=True)
 class Command:
-    """One command invocation: ``name(args)``, from ``start`` (the name) to ``end`` (after ``)``)."""
+    """One command invocation ``name(args)``: ``start`` is the name, ``end`` is after ``)``."""
 
     file: str
     name: str

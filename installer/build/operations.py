@@ -85,10 +85,16 @@ class Result:
         head = f"{self.kind} {self.what}"
         if self.status is Status.NOT_FOUND:
             near = "; ".join(self.candidates) or "nothing similar"
-            return f"{self.file or '-'}: {head}: not found: looked for {self.looked_for} (nearest: {near})"
+            return (
+                f"{self.file or '-'}: {head}: not found: looked for {self.looked_for}"
+                f" (nearest: {near})"
+            )
         if self.status is Status.AMBIGUOUS:
             where = "; ".join(str(p) for p in self.places)
-            return f"{self.file}: {head}: ambiguous: {self.looked_for} matched {len(self.places)} places ({where})"
+            return (
+                f"{self.file}: {head}: ambiguous: {self.looked_for} matched"
+                f" {len(self.places)} places ({where})"
+            )
         return f"{self.file}: {head}: {self.status.value}"
 
     def to_json(self) -> dict[str, object]:
@@ -252,20 +258,31 @@ class ExcludeSource:
                     if self._matches(a.value):
                         hits.append((name, cmd, i))
         if not hits:
-            near = difflib.get_close_matches(normalize_path(self.source), sorted(all_sources), 4, 0.6)
+            near = difflib.get_close_matches(
+                normalize_path(self.source), sorted(all_sources), 4, 0.6
+            )
             base = posixpath.basename(self.source)
-            near += [s for s in sorted(all_sources) if posixpath.basename(s) == base and s not in near]
+            near += [
+                s for s in sorted(all_sources) if posixpath.basename(s) == base and s not in near
+            ]
             return Result(self.kind, self.what, self.why, Status.NOT_FOUND, looked, (), tuple(near))
         distinct = sorted({normalize_path(cmd.args[i].value) for _, cmd, i in hits})
         if len(distinct) > 1:
             places = tuple(Place(n, c.line, c.args[i].value) for n, c, i in hits)
-            return Result(self.kind, self.what, self.why, Status.AMBIGUOUS, looked, places, tuple(distinct))
+            return Result(
+                self.kind, self.what, self.why, Status.AMBIGUOUS, looked, places, tuple(distinct)
+            )
         return self._apply(files, hits, cond)
 
     def _apply(
-        self, files: Mapping[str, str], hits: list[tuple[str, cp.Command, int]], cond: tuple[str, ...]
+        self,
+        files: Mapping[str, str],
+        hits: list[tuple[str, cp.Command, int]],
+        cond: tuple[str, ...],
     ) -> Result:
-        places = tuple(Place(n, c.line, c.name + "(" + (c.values() or [""])[0] + " ...)") for n, c, _ in hits)
+        places = tuple(
+            Place(n, c.line, c.name + "(" + (c.values() or [""])[0] + " ...)") for n, c, _ in hits
+        )
         todo = [(n, c, i) for n, c, i in hits if not cp.guarded_by(c, cond)]
         looked = f"{self.source!r} in CMake source lists"
         if not todo:
@@ -312,29 +329,43 @@ class SwitchTrigger:
         hits = [
             (n, c)
             for n, c in ifs
-            if self.switch in c.condition() and "OR" in c.condition() and _has_version_test(c.condition())
+            if self.switch in c.condition()
+            and "OR" in c.condition()
+            and _has_version_test(c.condition())
         ]
-        done = [(n, c) for n, c in ifs if c.condition() in ((self.switch,), ("(", self.switch, ")"))]
+        done = [
+            (n, c) for n, c in ifs if c.condition() in ((self.switch,), ("(", self.switch, ")"))
+        ]
         if len(hits) > 1:
             places = tuple(Place(n, c.line, _short(c, files[n])) for n, c in hits)
             return Result(self.kind, self.what, self.why, Status.AMBIGUOUS, looked, places)
         if not hits:
             if done:
                 places = tuple(Place(n, c.line, _short(c, files[n])) for n, c in done)
-                return Result(self.kind, self.what, self.why, Status.ALREADY_APPLIED, looked, places)
+                return Result(
+                    self.kind, self.what, self.why, Status.ALREADY_APPLIED, looked, places
+                )
             near = [
                 f"{n}:{c.line}: {_short(c, files[n])}"
                 for n, c in ifs
                 if ("OR" in c.condition() and _has_version_test(c.condition()))
                 or difflib.get_close_matches(self.switch, list(c.condition()), 1, 0.8)
             ]
-            return Result(self.kind, self.what, self.why, Status.NOT_FOUND, looked, (), tuple(near[:5]))
+            return Result(
+                self.kind, self.what, self.why, Status.NOT_FOUND, looked, (), tuple(near[:5])
+            )
         n, c = hits[0]
         text = files[n]
         new = _edit(text, [(c.args[0].start, c.args[-1].end, self.switch)])
         return Result(
-            self.kind, self.what, self.why, Status.APPLIED, looked,
-            (Place(n, c.line, _short(c, text)),), (), {n: new},
+            self.kind,
+            self.what,
+            self.why,
+            Status.APPLIED,
+            looked,
+            (Place(n, c.line, _short(c, text)),),
+            (),
+            {n: new},
         )
 
 
@@ -359,7 +390,8 @@ def _sets_on(cmds: list[cp.Command], at: int, switch: str) -> bool:
 
 @dataclass(frozen=True)
 class AddCondition:
-    """The version test that turns a feature's switch ON gets one more condition (``AND NOT MSVC``)."""
+    """The version test that turns a feature's switch ON gets one more condition
+    (``AND NOT MSVC``)."""
 
     switch: str
     condition: str
@@ -389,14 +421,17 @@ class AddCondition:
                     for c in cmds
                     if c.lname in ("set", "option") and c.values()[:1] == [self.switch]
                 ]
-            return Result(self.kind, self.what, self.why, Status.NOT_FOUND, looked, (), tuple(near[:5]))
+            return Result(
+                self.kind, self.what, self.why, Status.NOT_FOUND, looked, (), tuple(near[:5])
+            )
         if len(hits) > 1:
             places = tuple(Place(n, c.line, _short(c, files[n])) for n, c in hits)
             return Result(self.kind, self.what, self.why, Status.AMBIGUOUS, looked, places)
         n, c = hits[0]
         cond, text = c.condition(), files[n]
         place = (Place(n, c.line, _short(c, text)),)
-        if len(cond) > len(extra) and cond[-len(extra) - 1 :] == ("AND", *extra):
+        seq = ("AND", *extra)
+        if any(cond[k : k + len(seq)] == seq for k in range(len(cond))):
             return Result(self.kind, self.what, self.why, Status.ALREADY_APPLIED, looked, place)
         start, end = c.args[0].start, c.args[-1].end
         body = text[start:end]
@@ -409,7 +444,9 @@ class AddCondition:
 def _declared(files: Mapping[str, str], switch: str) -> bool:
     for _n, cmds in _parsed(files):
         for c in cmds:
-            if c.lname in ("option", "set", "cmake_dependent_option") and c.values()[:1] == [switch]:
+            if c.lname in ("option", "set", "cmake_dependent_option") and c.values()[:1] == [
+                switch
+            ]:
                 return True
     return False
 
@@ -435,16 +472,20 @@ class UnderSwitch:
 
     @property
     def what(self) -> str:
-        return f"{self.switch} (default {self.default}): " + ", ".join([*self.commands, *self.items])
+        return f"{self.switch} (default {self.default}): " + ", ".join(
+            [*self.commands, *self.items]
+        )
 
     def _spec(self, spec: str) -> tuple[str, str]:
         m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", spec)
         if not m:
             raise BuildError(
-                f"under-switch {self.switch}: command {spec!r} is not written as NAME(FIRST_ARGUMENT)",
-                hint='write e.g. "include(cmake/flashmla.cmake)" or "FetchContent_Declare(repo-mscclpp)"',
+                f"under-switch {self.switch}: command {spec!r} is not NAME(FIRST_ARGUMENT)",
+                hint='e.g. "include(cmake/flashmla.cmake)", "FetchContent_Declare(repo-mscclpp)"',
             )
-        return m.group(1).lower(), _first_arg_key(m.group(2).split()[0] if m.group(2).split() else "")
+        return m.group(1).lower(), _first_arg_key(
+            m.group(2).split()[0] if m.group(2).split() else ""
+        )
 
     def declaration(self) -> str:
         doc = f'"wh: {self.why or self.switch}"'.replace('""', '"')
@@ -525,20 +566,27 @@ class UnderSwitch:
                 if cp.guarded_by(c, cond):
                     done += 1
                     continue
-                edits.setdefault(n, []).extend(
-                    _move_under(files[n], c, [i], self.switch, self.why)
-                )
+                edits.setdefault(n, []).extend(_move_under(files[n], c, [i], self.switch, self.why))
         looked = ", ".join(looked_parts)
         if missing:
             return Result(
-                self.kind, self.what, self.why, Status.NOT_FOUND,
-                "; ".join(missing), tuple(places), tuple(dict.fromkeys(near)),
+                self.kind,
+                self.what,
+                self.why,
+                Status.NOT_FOUND,
+                "; ".join(missing),
+                tuple(places),
+                tuple(dict.fromkeys(near)),
             )
         if ambiguous:
-            return Result(self.kind, self.what, self.why, Status.AMBIGUOUS, looked, tuple(ambiguous))
+            return Result(
+                self.kind, self.what, self.why, Status.AMBIGUOUS, looked, tuple(ambiguous)
+            )
         declared = _declared(files, self.switch)
         if not edits and declared:
-            return Result(self.kind, self.what, self.why, Status.ALREADY_APPLIED, looked, tuple(places))
+            return Result(
+                self.kind, self.what, self.why, Status.ALREADY_APPLIED, looked, tuple(places)
+            )
         new = dict(files)
         for n, e in edits.items():
             new[n] = _edit(new[n], _merge(e))
@@ -552,7 +600,13 @@ class UnderSwitch:
             new[root] = _edit(text, [(pos, pos, self.declaration())])
             changed.add(root)
         return Result(
-            self.kind, self.what, self.why, Status.APPLIED, looked, tuple(places), (),
+            self.kind,
+            self.what,
+            self.why,
+            Status.APPLIED,
+            looked,
+            tuple(places),
+            (),
             {n: new[n] for n in changed},
         )
 
@@ -622,7 +676,9 @@ class Gencodes:
         if not edits:
             return Result(self.kind, self.what, self.why, Status.ALREADY_APPLIED, looked)
         new = {n: _edit(files[n], _merge(e)) for n, e in edits.items()}
-        return Result(self.kind, self.what, self.why, Status.APPLIED, looked, tuple(places), (), new)
+        return Result(
+            self.kind, self.what, self.why, Status.APPLIED, looked, tuple(places), (), new
+        )
 
 
 def guard_macro(condition: str) -> str:
@@ -655,12 +711,18 @@ class GuardRegistrations:
 
 Operation = CMakeOperation | GuardRegistrations
 
-_KINDS = ("exclude-source", "switch-autotrigger", "add-condition", "under-switch", "gencodes",
-          "guard-registrations")
+_KINDS = (
+    "exclude-source",
+    "switch-autotrigger",
+    "add-condition",
+    "under-switch",
+    "gencodes",
+    "guard-registrations",
+)
 
 
 def from_table(item: Mapping[str, object], where: str, archs: Sequence[str]) -> Operation:
-    """One ``[[operations]]`` table of a recipe as an operation; a BuildError names what is wrong."""
+    """One ``[[operations]]`` table as an operation; a BuildError names what is wrong."""
 
     def s(key: str, default: str | None = None) -> str:
         v = item.get(key, default)

@@ -58,7 +58,9 @@ def preview(plan: Plan, platform: Platform, defines: Mapping[str, str], cuda: st
         # only the targets that compile the registration file link its ops
         linked = {s for t in cfg.targets.values() if reg in t.sources for s in t.sources}
         sources = {
-            k: v for k, v in plan.files.items() if k.endswith((".cu", ".cc", ".cpp", ".c")) and k != reg
+            k: v
+            for k, v in plan.files.items()
+            if k.endswith((".cu", ".cc", ".cpp", ".c")) and k != reg
         }
         out.unresolved = torchreg.unresolved(plan.files[reg], platform.macros, sources, linked)
     return out

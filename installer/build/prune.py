@@ -16,7 +16,6 @@ from installer.build.operations import (
     Place,
     Result,
     Status,
-    cmake_files,
     guard_macro,
     normalize_path,
 )
@@ -45,6 +44,11 @@ class Plan:
     guards: dict[str, str] = field(default_factory=dict)  # op -> macro
     unmapped_ops: tuple[str, ...] = ()
     registration: str = ""
+    crlf: frozenset[str] = frozenset()  # files written with CRLF line endings
+
+    def encoded(self, rel: str, text: str) -> bytes:
+        """The bytes to write for ``rel``: its line endings as they were."""
+        return (text.replace("\n", "\r\n") if rel in self.crlf else text).encode("utf-8")
 
     @property
     def ok(self) -> bool:
@@ -65,7 +69,7 @@ def _cmake_inputs(project: Path) -> list[str]:
     if not root.is_file():
         raise BuildError(
             f"{project} has no CMakeLists.txt",
-            hint="pass the source root; the recipe's [source] subdirectory says where the project is",
+            hint="pass the source root; the recipe's [source] subdirectory names the project",
         )
     seen: list[str] = []
     todo = ["CMakeLists.txt"]
@@ -80,8 +84,12 @@ def _cmake_inputs(project: Path) -> list[str]:
             raise BuildError(f"cannot read {project / rel} as CMake: {exc}") from exc
         for c in cmds:
             if c.lname == "include" and c.args:
-                v = c.args[0].value.replace("${CMAKE_CURRENT_LIST_DIR}", posixpath.dirname(rel) or ".")
-                v = v.replace("${CMAKE_CURRENT_SOURCE_DIR}", ".").replace("${PROJECT_SOURCE_DIR}", ".")
+                v = c.args[0].value.replace(
+                    "${CMAKE_CURRENT_LIST_DIR}", posixpath.dirname(rel) or "."
+                )
+                v = v.replace("${CMAKE_CURRENT_SOURCE_DIR}", ".").replace(
+                    "${PROJECT_SOURCE_DIR}", "."
+                )
                 if "${" not in v and (v.endswith(".cmake") or "/" in v):
                     todo.append(posixpath.normpath(v))
     extra = sorted(p.relative_to(project).as_posix() for p in (project / "cmake").glob("*.cmake"))
@@ -120,15 +128,17 @@ def read_tree(project: Path, eff: Effective) -> dict[str, str]:
         for c in cmds:
             for a in c.args:
                 v = normalize_path(a.value)
-                if v.endswith(SOURCE_SUFFIXES) and "${" not in v and v not in files:
-                    if (project / v).is_file():
-                        files[v] = _read(project, v)
+                new = v.endswith(SOURCE_SUFFIXES) and "${" not in v and v not in files
+                if new and (project / v).is_file():
+                    files[v] = _read(project, v)
     return files
 
 
 def plan(files: Mapping[str, str], eff: Effective) -> Plan:
     """Run the recipe's operations, then its registration guards, then its text patches."""
-    out = Plan(dict(files), dict(files))
+    crlf = frozenset(k for k, v in files.items() if "\r\n" in v)
+    files = {k: v.replace("\r\n", "\n") for k, v in files.items()}
+    out = Plan(dict(files), dict(files), crlf=crlf)
     for op in eff.operations:
         if isinstance(op, GuardRegistrations):
             continue
@@ -151,7 +161,9 @@ def plan(files: Mapping[str, str], eff: Effective) -> Plan:
 def _guard(out: Plan, op: GuardRegistrations) -> Result:
     looked = f"TORCH_LIBRARY blocks in {op.file}"
     if op.file not in out.files:
-        return Result(op.kind, op.what, op.why, Status.NOT_FOUND, looked, (), ("file does not exist",))
+        return Result(
+            op.kind, op.what, op.why, Status.NOT_FOUND, looked, (), ("file does not exist",)
+        )
     excluded = {e.path: e.macro for e in out.exclusions}
     missing = [p for p in excluded if p not in out.files]
     if missing:
@@ -166,9 +178,7 @@ def _guard(out: Plan, op: GuardRegistrations) -> Result:
     out.unmapped_ops = g.unmapped
     out.registration = op.file
     stmts = torchreg.statements(text)
-    places = tuple(
-        Place(op.file, s.line, f"{s.kind} {s.op}") for s in stmts if s.op in g.guarded
-    )
+    places = tuple(Place(op.file, s.line, f"{s.kind} {s.op}") for s in stmts if s.op in g.guarded)
     if g.text == text:
         status = Status.ALREADY_APPLIED if g.guarded or not excluded else Status.NOT_FOUND
         cands = () if g.guarded else tuple(f"{e}: defines no registered op" for e in excluded)

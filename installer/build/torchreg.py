@@ -14,9 +14,7 @@ _BLOCK = re.compile(r"\b(TORCH_LIBRARY|TORCH_LIBRARY_FRAGMENT|TORCH_LIBRARY_IMPL
 _IDENT = re.compile(r"[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*")
 _DISPATCH = re.compile(r"^(?:(?:torch|at|c10)::)?(?:DispatchKey::\w+|k[A-Z]\w*)$")
 _CONDITION = {"_WIN32": "NOT WIN32", "_MSC_VER": "NOT MSVC"}
-_DEF_HEAD = re.compile(
-    r"(?m)^[ \t]*(?:[\w:<>,*&]+[ \t]+)+[*&]?[ \t]*([A-Za-z_]\w*)[ \t]*\("
-)
+_DEF_HEAD = re.compile(r"(?m)^[ \t]*(?:[\w:<>,*&]+[ \t]+)+[*&]?[ \t]*([A-Za-z_]\w*)[ \t]*\(")
 
 
 @dataclass(frozen=True)
@@ -181,7 +179,8 @@ def _symbols(arg: str) -> list[str]:
 
 def _directive_guards(text: str) -> list[tuple[int, tuple[str, ...]]]:
     """(offset of line start, macros whose absence encloses that line) for every line."""
-    out, stack = [], []  # stack of (macro or "", in else-branch)
+    out: list[tuple[int, tuple[str, ...]]] = []
+    stack: list[tuple[str, bool]] = []  # (macro whose absence guards, in the #else part)
     pos = 0
     for line in text.splitlines(keepends=True):
         s = line.strip()
