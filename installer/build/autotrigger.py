@@ -34,8 +34,9 @@ class AutoTrigger:
         else:
             fix = f"if(<version check> AND {self.switch}) or add the target's condition"
         return (
-            f"{self.file}:{self.line}: if({self.condition}) turns on {self.switch} whenever"
-            f" the CUDA toolkit is new enough on this platform, whatever you build for; rewrite as {fix}"
+            f"{self.file}:{self.line}: if({self.condition}) turns on {self.switch}"
+            " whenever the CUDA toolkit is new enough on this platform, whatever you build for;"
+            f" rewrite as {fix}"
         )
 
 

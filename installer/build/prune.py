@@ -168,8 +168,9 @@ def _guard(out: Plan, op: GuardRegistrations) -> Result:
     missing = [p for p in excluded if p not in out.files]
     if missing:
         raise BuildError(
-            f"cannot tell which ops the excluded sources implement: {', '.join(missing)} not in the tree",
-            hint="the recipe excludes a file the source does not have: check --source and the recipe",
+            "cannot tell which ops the excluded sources implement:"
+            f" {', '.join(missing)} not in the tree",
+            hint="the recipe excludes a file this source does not have: check --source",
         )
     sources = {k: v for k, v in out.files.items() if k.endswith(SOURCE_SUFFIXES) and k != op.file}
     text = out.files[op.file]

@@ -313,7 +313,7 @@ def import_check(
 
 
 def build(opts: Options) -> Report:
-    """Run ``wh build`` (``--check``, ``--emit``) and return its report; failures are BuildErrors."""
+    """Run ``wh build`` (or ``--check``, ``--emit``) and return its report, or a BuildError."""
     recipe = load_recipe(opts.recipe)
     eff = resolve(recipe, parse_choices(opts.variants), opts.archs)
     report = Report(recipe.name, eff.variant, eff.archs, eff.defines)
@@ -342,10 +342,7 @@ def build(opts: Options) -> Report:
             f"recipe is written for {', '.join(recipe.platforms)}, this is {platform.name}"
         )
     work = (opts.work / recipe.name).resolve()
-    if source.is_archive(src):
-        tree = source.materialize(src, work / "check")
-    else:
-        tree = src
+    tree = source.materialize(src, work / "check") if source.is_archive(src) else src
     project = tree / recipe.source.subdirectory
     _pin(src, project, eff, opts, report)
     plan = check_plan(project, eff, platform, cuda, report)

@@ -87,10 +87,12 @@ def materialize(path: Path, dest: Path) -> Path:
 
 
 def inputs_digest(project: Path, files: list[str]) -> str:
-    """sha256 over sorted (relative path, file sha256) lines of the files a recipe reads."""
+    """sha256 over sorted (relative path, sha256 of the file with CRLF read as LF) lines of
+    the files a recipe reads: a checkout with Windows line endings pins the same."""
     h = hashlib.sha256()
     for rel in sorted(files):
-        h.update(f"{rel}\0{file_sha256(project / rel)}\n".encode())
+        body = (project / rel).read_bytes().replace(b"\r\n", b"\n")
+        h.update(f"{rel}\0{hashlib.sha256(body).hexdigest()}\n".encode())
     return h.hexdigest()
 
 
@@ -134,7 +136,8 @@ def check_pin(
             found["git_commit"] = "not a git checkout"
             if not pin.inputs_sha256:
                 problems.append(
-                    f"git_commit: the recipe pins {pin.git_commit}, and {root} is not a git checkout"
+                    f"git_commit: the recipe pins {pin.git_commit}; {root} is not a git checkout"
+                    " (and the recipe pins no inputs_sha256 to check instead)"
                 )
         else:
             found["git_commit"] = head

@@ -386,7 +386,8 @@ def plan_guards(
         before, after = text[ls : first.start], text[last.end : le]
         if before.strip() or re.sub(r"//[^\n]*|/\*.*?\*/", "", after).strip():
             raise BuildError(
-                f"{file}:{first.line}: the registration of {first.op} shares its line with other code",
+                f"{file}:{first.line}: the registration of {first.op} shares its line"
+                " with other code",
                 hint="put each m.def/m.impl statement on lines of its own",
             )
         macro = macro_of[first.op]
