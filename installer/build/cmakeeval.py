@@ -236,6 +236,9 @@ class _Run:
 def _relative(path: str) -> str:
     """A path as the project names it: ``${CMAKE_CURRENT_LIST_DIR}/x`` and ``./x`` -> ``x``."""
     p = path.replace("\\", "/")
+    genex = re.match(r"^\$<.*:([^:<>]+)>$", p)  # $<$<COMPILE_LANGUAGE:CUDA>:x.cu> -> x.cu
+    if genex:
+        p = genex.group(1)
     for prefix in ("./",):
         while p.startswith(prefix):
             p = p[len(prefix) :]

@@ -71,6 +71,7 @@ class Result:
     places: tuple[Place, ...] = ()
     candidates: tuple[str, ...] = ()
     files: Mapping[str, str] = field(default_factory=dict)  # new texts of the files it edits
+    searched: tuple[str, ...] = ()  # the files it looked in
 
     @property
     def ok(self) -> bool:
@@ -79,7 +80,7 @@ class Result:
     @property
     def file(self) -> str:
         names = sorted({p.file for p in self.places}) or sorted(self.files)
-        return ", ".join(names)
+        return ", ".join(names) or ", ".join(self.searched)
 
     def describe(self) -> str:
         head = f"{self.kind} {self.what}"
@@ -107,6 +108,7 @@ class Result:
             "looked_for": self.looked_for,
             "places": [str(p) for p in self.places],
             "candidates": list(self.candidates),
+            "searched": list(self.searched),
         }
 
 

@@ -21,7 +21,7 @@ class Preview:
     configured: Configured
     autotriggers: list[autotrigger.AutoTrigger] = field(default_factory=list)
     excluded_here: list[str] = field(default_factory=list)  # exclusions that bite here
-    hidden_ops: list[str] = field(default_factory=list)  # registered upstream, guarded here
+    hidden_ops: list[str] = field(default_factory=list)  # guarded ops the preprocessor drops here
     unresolved: list[str] = field(default_factory=list)  # registered, implementation not built
 
     def targets(self) -> dict[str, Target]:
@@ -52,9 +52,8 @@ def preview(plan: Plan, platform: Platform, defines: Mapping[str, str], cuda: st
     out.excluded_here = [e.path for e in plan.exclusions if e.path not in compiled]
     reg = plan.registration
     if reg and reg in plan.files:
-        before = set(torchreg.active_ops(plan.original[reg], platform.macros))
         after = set(torchreg.active_ops(plan.files[reg], platform.macros))
-        out.hidden_ops = sorted(before - after)
+        out.hidden_ops = sorted(op for op in plan.guards if op not in after)
         # only the targets that compile the registration file link its ops
         linked = {s for t in cfg.targets.values() if reg in t.sources for s in t.sources}
         sources = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from installer.build import cmakeparse, patches, torchreg
@@ -16,6 +16,7 @@ from installer.build.operations import (
     Place,
     Result,
     Status,
+    cmake_files,
     guard_macro,
     normalize_path,
 )
@@ -143,6 +144,8 @@ def plan(files: Mapping[str, str], eff: Effective) -> Plan:
         if isinstance(op, GuardRegistrations):
             continue
         res = op.plan(out.files)
+        if not res.places and not res.files:
+            res = replace(res, searched=tuple(cmake_files(out.files)))
         out.results.append(res)
         if res.status is Status.APPLIED:
             out.files.update(res.files)
