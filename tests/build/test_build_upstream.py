@@ -579,8 +579,14 @@ def test_unpinned_tree_is_refused_and_says_which(tmp_path: Path) -> None:
 def test_fa3_is_refused_on_windows_with_what_to_do() -> None:
     result = CliRunner().invoke(
         build_cmd,
-        ["sgl-kernel", "--source", str(UPSTREAM), "--check", "--target-os", "windows"]
-        + ["--variant", "fa3"],
+        [
+            "sgl-kernel",
+            "--source",
+            str(UPSTREAM),
+            "--check",
+            "--target-os=windows",
+            "--variant=fa3",
+        ],
     )
     assert result.exit_code == 11
     assert "does not compile with MSVC" in result.output
