@@ -358,10 +358,19 @@ def build(opts: Options) -> Report:
         report.emitted = emit(tree, recipe.source.subdirectory, plan, opts.emit)
         return report
     assert tc is not None
+    if "tree_sha256" not in report.source and not source.is_archive(src):
+        report.source = {**report.source, "tree_sha256": source.tree_digest(src)}
     copy = source.materialize(src, work / "src")
     project = copy / recipe.source.subdirectory
     for rel, text in plan.changed().items():
         (project / rel).write_bytes(plan.encoded(rel, text))
+    reread = prune.plan(prune.read_tree(project, eff), eff)
+    if reread.changed() or not reread.ok:
+        raise BuildError(
+            f"the patched copy at {project} does not read back as patched",
+            details=reread.problems() or sorted(reread.changed()),
+            hint="another process may be writing the work folder",
+        )
     wheel = _run_backend(project, eff, tc, work, report)
     check_wheel_name(wheel, eff, tc)
     reports = archcheck.check_wheel_archs(wheel, eff.archs, work / "archcheck")
