@@ -45,8 +45,17 @@ class Target:
     cuda_architectures: str = ""
 
     def gencodes(self) -> list[str]:
-        """The ``sm_XX`` (SASS) and ``compute_XX`` (PTX) codes its ``-gencode`` flags ask for."""
-        return gencode_codes(";".join(self.options))
+        """The ``sm_XX`` (SASS) and ``compute_XX`` (PTX) codes its ``-gencode`` flags and its
+        CUDA_ARCHITECTURES (from CMAKE_CUDA_ARCHITECTURES, ``86-real;86-virtual``) ask for."""
+        codes = set(gencode_codes(";".join(self.options)))
+        for arch in (a for a in self.cuda_architectures.split(";") if a):
+            num, _, kind = arch.partition("-")
+            if num.isdigit() or num[:-1].isdigit():
+                if kind in ("", "real"):
+                    codes.add(f"sm_{num}")
+                if kind in ("", "virtual"):
+                    codes.add(f"compute_{num}")
+        return sorted(codes)
 
 
 @dataclass
