@@ -16,6 +16,11 @@ from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from installer import proc
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 from installer.build import archcheck, envblock, preview, prune, source
 from installer.build.conditions import LINUX_GCC, WINDOWS_MSVC, Platform
 from installer.build.operations import wanted_codes
@@ -248,7 +253,20 @@ def _expected_platform_tag(tc: Toolchain) -> str:
     return "win_amd64" if tc.platform.name.startswith("windows") else "linux"
 
 
-def check_wheel_name(wheel: Path, eff: Effective, tc: Toolchain) -> None:
+def source_version(project: Path) -> str | None:
+    """``[project].version`` of the project's pyproject.toml, if it says one."""
+    f = project / "pyproject.toml"
+    if not f.is_file():
+        return None
+    try:
+        data = tomllib.loads(f.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    version = data.get("project", {}).get("version")
+    return version if isinstance(version, str) else None
+
+
+def check_wheel_name(wheel: Path, eff: Effective, tc: Toolchain, version_: str = "") -> None:
     """Name, version and tags of the built wheel against the recipe and this interpreter."""
     try:
         name, version, _, tags = parse_wheel_filename(wheel.name)
@@ -257,8 +275,9 @@ def check_wheel_name(wheel: Path, eff: Effective, tc: Toolchain) -> None:
     problems = []
     if name != canonicalize_name(eff.recipe.dist):
         problems.append(f"name: expected {eff.recipe.dist}, found {name}")
-    if str(version) != eff.recipe.version:
-        problems.append(f"version: expected {eff.recipe.version}, found {version}")
+    expected = version_ or eff.recipe.version
+    if str(version) != expected:
+        problems.append(f"version: expected {expected}, found {version}")
     plat = _expected_platform_tag(tc)
     if not all(plat in t.platform for t in tags):
         problems.append(
@@ -345,6 +364,14 @@ def build(opts: Options) -> Report:
     tree = source.materialize(src, work / "check") if source.is_archive(src) else src
     project = tree / recipe.source.subdirectory
     _pin(src, project, eff, opts, report)
+    found_version = source_version(project)
+    if found_version and found_version != recipe.version:
+        # only an unpinned tree gets here: the inputs digest covers pyproject.toml
+        report.warnings.append(
+            f"the source is {recipe.dist} {found_version}; the recipe was checked against"
+            f" {recipe.version}: the wheel is expected to be {found_version}"
+        )
+        report.source = {**report.source, "version": found_version}
     plan = check_plan(project, eff, platform, cuda, report)
     if opts.check_only and opts.emit is None:
         return report
@@ -372,7 +399,7 @@ def build(opts: Options) -> Report:
             hint="another process may be writing the work folder",
         )
     wheel = _run_backend(project, eff, tc, work, report)
-    check_wheel_name(wheel, eff, tc)
+    check_wheel_name(wheel, eff, tc, report.source.get("version", ""))
     reports = archcheck.check_wheel_archs(wheel, eff.archs, work / "archcheck")
     report.binaries = [
         {"binary": r.binary, "sass": sorted(r.sass), "ptx": sorted(r.ptx)} for r in reports

@@ -574,6 +574,7 @@ def test_unpinned_tree_is_refused_and_says_which(tmp_path: Path) -> None:
     )
     assert ok.exit_code == 0, ok.output
     assert "warning: unpinned (--allow-unpinned): git_commit" in ok.output
+    assert "the source is sglang-kernel 0.4.3; the recipe was checked against 0.4.0" in ok.output
 
 
 def test_fa3_is_refused_on_windows_with_what_to_do() -> None:
