@@ -50,6 +50,11 @@ def _render(report: Report, check_only: bool) -> str:
             f" hidden on {report.target_os}: {len(report.guarded_ops)}"
             + (f" ({', '.join(report.guarded_ops)})" if report.guarded_ops else "")
         )
+    if report.unmapped_ops:
+        lines.append(
+            f"  registrations whose implementation is in no file of this tree: "
+            f"{report.unmapped_ops} (not guarded; a full checkout maps them)"
+        )
     for name, codes in report.gencodes.items():
         lines.append(f"  library {name}: gencodes {', '.join(codes) or 'none'}")
     if report.switches:
@@ -98,7 +103,7 @@ def _render(report: Report, check_only: bool) -> str:
 @click.option(
     "--emit",
     type=click.Path(path_type=Path),
-    help="write the patched source tree to this folder and build nothing",
+    help="write the patched source tree to this folder and build nothing (implies --check)",
 )
 @click.option(
     "--allow-unpinned", is_flag=True, help="go on with a source other than the recipe's pin"

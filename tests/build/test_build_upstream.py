@@ -610,3 +610,39 @@ def test_fa3_on_linux_is_an_sm86_flash_ops(tmp_path: Path) -> None:
         # FA3's sm_8x path is compiled (FLASHATTENTION_DISABLE_SM8x is not defined)
         assert "FLASHATTENTION_DISABLE_SM8x" not in probe.definitions["flash_ops"]
         assert "FLASHATTENTION_VARLEN_ONLY" in probe.definitions["flash_ops"]
+
+
+def test_crlf_checkout_pins_the_same_and_keeps_its_line_endings(tmp_path: Path) -> None:
+    """A Windows checkout (core.autocrlf) has CRLF files: same pin, CRLF written back."""
+    src = _copy(tmp_path)
+    for p in (src / "sgl-kernel").rglob("*"):
+        if p.is_file():
+            p.write_bytes(p.read_bytes().replace(b"\n", b"\r\n"))
+    report = emit(tmp_path / "out", src=src)  # no --allow-unpinned: the digest reads CRLF as LF
+    assert report.guarded_ops == SEVENTEEN and report.problems == []
+    for rel in ("sgl-kernel/CMakeLists.txt", EXT):
+        body = (tmp_path / "out" / rel).read_bytes()
+        assert body.count(b"\n") == body.count(b"\r\n") > 0
+    again = emit(tmp_path / "again", src=tmp_path / "out", allow=True)
+    assert {o["status"] for o in again.operations} == {"already-applied"}
+
+
+def test_cuda_version_decides_what_a_left_trigger_adds(tmp_path: Path) -> None:
+    """--cuda-version acts: without the SM100A and gencodes operations, CUDA 12.8 (not 12.4)
+    adds Blackwell gencodes through the trigger."""
+    text = (REPO / "installer/build/recipes/sgl-kernel.toml").read_text()
+    for op in ('switch = "SGL_KERNEL_ENABLE_SM100A"\n', 'op = "gencodes"\n'):
+        start = text.rindex("[[operations]]", 0, text.index(op))
+        text = text[:start] + text[text.index("[[operations]]", start + 1) :]
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(text)
+    seen = {}
+    for cuda in ("12.4", "12.8"):
+        opts = Options(
+            str(recipe), (), UPSTREAM, check_only=True, target_os="windows",
+            cuda_version=cuda, allow_unpinned=True,
+        )  # fmt: skip
+        report = run_build(opts)
+        assert report.cuda_version == cuda
+        seen[cuda] = report.gencodes["common_ops_sm90_build"]
+    assert "sm_100a" not in seen["12.4"] and "sm_100a" in seen["12.8"]
