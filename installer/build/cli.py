@@ -88,7 +88,10 @@ def _render(report: Report, check_only: bool) -> str:
     "--wheelhouse", type=click.Path(path_type=Path), default=Path("wheelhouse"), show_default=True
 )
 @click.option(
-    "--check", "check_only", is_flag=True, help="apply nothing; report what each patch would do"
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="change nothing; report what each operation and patch would do",
 )
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option(

@@ -638,7 +638,7 @@ class Gencodes:
     """Every ``-gencode`` flag in every CMake file keeps only the recipe's architectures:
     other ones are removed, and a flag list defined with set() gets the recipe's flag instead."""
 
-    archs: tuple[str, ...] = ("86",)
+    archs: tuple[str, ...] = ()
     why: str = ""
     kind: str = "gencodes"
 
@@ -756,7 +756,7 @@ def from_table(item: Mapping[str, object], where: str, archs: Sequence[str]) -> 
             op._spec(spec)
         return op
     if kind == "gencodes":
-        return Gencodes(strs("archs") or tuple(archs), why)
+        return Gencodes(strs("archs"), why)  # no archs: the build's (--arch or the recipe's)
     if kind == "guard-registrations":
         return GuardRegistrations(s("file"), why)
     raise BuildError(

@@ -12,6 +12,7 @@ from installer.build import cmakeparse, patches, torchreg
 from installer.build.operations import (
     SOURCE_SUFFIXES,
     ExcludeSource,
+    Gencodes,
     GuardRegistrations,
     Place,
     Result,
@@ -143,6 +144,8 @@ def plan(files: Mapping[str, str], eff: Effective) -> Plan:
     for op in eff.operations:
         if isinstance(op, GuardRegistrations):
             continue
+        if isinstance(op, Gencodes) and not op.archs:
+            op = replace(op, archs=tuple(eff.archs))
         res = op.plan(out.files)
         if not res.places and not res.files:
             res = replace(res, searched=tuple(cmake_files(out.files)))

@@ -646,3 +646,9 @@ def test_cuda_version_decides_what_a_left_trigger_adds(tmp_path: Path) -> None:
         assert report.cuda_version == cuda
         seen[cuda] = report.gencodes["common_ops_sm90_build"]
     assert "sm_100a" not in seen["12.4"] and "sm_100a" in seen["12.8"]
+
+
+def test_arch_option_reaches_the_gencodes_operation() -> None:
+    opts = Options("sgl-kernel", (), UPSTREAM, check_only=True, target_os="windows", archs=["89"])
+    report = run_build(opts)
+    assert set(map(tuple, report.gencodes.values())) == {("compute_89", "sm_89")}
