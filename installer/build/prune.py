@@ -14,13 +14,11 @@ from installer.build.operations import (
     ExcludeSource,
     Gencodes,
     GuardRegistrations,
-    Place,
-    Result,
-    Status,
     cmake_files,
     guard_macro,
     normalize_path,
 )
+from installer.build.opresult import Place, Result, Status
 from installer.build.recipe import Effective
 from installer.errors import BuildError
 

@@ -11,13 +11,12 @@ from installer.build.operations import (
     AddCondition,
     ExcludeSource,
     Gencodes,
-    Result,
-    Status,
     SwitchTrigger,
     UnderSwitch,
     from_table,
     gencode_flag,
 )
+from installer.build.opresult import Result, Status
 from installer.errors import BuildError
 
 WIN = {**WINDOWS_MSVC.cmake_vars, "CUDA_VERSION": "12.8"}
