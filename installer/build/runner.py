@@ -363,6 +363,12 @@ def build(opts: Options) -> Report:
     work = (opts.work / recipe.name).resolve()
     tree = source.materialize(src, work / "check") if source.is_archive(src) else src
     project = tree / recipe.source.subdirectory
+    if not (project / "CMakeLists.txt").is_file() and (tree / "CMakeLists.txt").is_file():
+        raise BuildError(
+            f"{project} does not exist: --source {src} looks like the project itself",
+            hint=f"pass the folder above it (the checkout root): the recipe's project is"
+            f" its {recipe.source.subdirectory!r} subfolder",
+        )
     _pin(src, project, eff, opts, report)
     found_version = source_version(project)
     if found_version and found_version != recipe.version:
@@ -449,6 +455,8 @@ def emit(tree: Path, subdirectory: str, plan: prune.Plan, out: Path) -> dict[str
     the same bytes is left as it is; one that holds something else is refused.
     """
     out = out.resolve()
+    if out.exists() and not out.is_dir():
+        raise BuildError(f"--emit {out} is a file", hint="emit to a new or empty folder")
     if out == tree or tree in out.parents:
         raise BuildError(
             f"--emit {out} is inside the source tree {tree}", hint="emit to a folder outside it"

@@ -652,3 +652,13 @@ def test_arch_option_reaches_the_gencodes_operation() -> None:
     opts = Options("sgl-kernel", (), UPSTREAM, check_only=True, target_os="windows", archs=["89"])
     report = run_build(opts)
     assert set(map(tuple, report.gencodes.values())) == {("compute_89", "sm_89")}
+
+
+def test_source_given_as_the_project_folder_says_to_pass_the_root(tmp_path: Path) -> None:
+    with pytest.raises(BuildError) as err:
+        emit(tmp_path / "out", src=UPSTREAM / "sgl-kernel")
+    assert "looks like the project itself" in err.value.message
+    assert "'sgl-kernel' subfolder" in err.value.hint
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BuildError, match="is a file"):
+        emit(tmp_path / "file")
