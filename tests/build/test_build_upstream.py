@@ -451,6 +451,8 @@ PERTURBATIONS = {
 }
 
 
+@needs_gcc
+@needs_cmake
 @pytest.mark.parametrize("name", sorted(PERTURBATIONS))
 def test_perturbed_upstream_still_gives_the_17(tmp_path: Path, name: str) -> None:
     src = _copy(tmp_path)
@@ -463,14 +465,15 @@ def test_perturbed_upstream_still_gives_the_17(tmp_path: Path, name: str) -> Non
     assert report.problems == [] and report.autotriggers == []
     assert all(e["excluded_here"] for e in report.excluded_sources)
     assert all(c == ["compute_86", "sm_86"] for c in report.gencodes.values())
-    if shutil.which("gcc"):
-        up = gcc_ops(src / EXT, windows=True)
-        assert sorted(up - gcc_ops(tmp_path / "out" / EXT, windows=True)) == SEVENTEEN
-        assert gcc_ops(tmp_path / "out" / EXT, windows=False) == up
-    if shutil.which("cmake"):
-        win = cmake_probe(tmp_path / "out" / "sgl-kernel", True, RECIPE_DEFINES)
-        built = {s for srcs in win.sources.values() for s in srcs}
-        assert not any(e in s for e in EXCLUDED for s in built)
+    up = gcc_ops(src / EXT, windows=True)
+    assert sorted(up - gcc_ops(tmp_path / "out" / EXT, windows=True)) == SEVENTEEN
+    assert gcc_ops(tmp_path / "out" / EXT, windows=False) == up
+    win = cmake_probe(tmp_path / "out" / "sgl-kernel", True, RECIPE_DEFINES)
+    built = {s for srcs in win.sources.values() for s in srcs}
+    assert built and not any(e in s for e in EXCLUDED for s in built)
+    lin = cmake_probe(tmp_path / "out" / "sgl-kernel", False, RECIPE_DEFINES)
+    built = {s for srcs in lin.sources.values() for s in srcs}
+    assert all(any(e in s for s in built) for e in EXCLUDED)
     again = emit(tmp_path / "again", src=tmp_path / "out", allow=True)
     assert {o["status"] for o in again.operations} == {"already-applied"}
     assert snapshot(tmp_path / "again") == snapshot(tmp_path / "out")
@@ -594,22 +597,23 @@ def test_fa3_is_refused_on_windows_with_what_to_do() -> None:
     assert "--attention-backend flashinfer" in result.output
 
 
+@needs_cmake
 def test_fa3_on_linux_is_an_sm86_flash_ops(tmp_path: Path) -> None:
     on = emit(tmp_path / "on", target="linux", variants=("fa3",))
     assert on.problems == []
     assert on.gencodes["flash_ops"] == ["compute_86", "sm_86"]
     off = emit(tmp_path / "off", target="linux")
     assert "flash_ops" not in off.gencodes and off.autotriggers == []
-    if shutil.which("cmake"):
-        defines = {**RECIPE_DEFINES, "SGL_KERNEL_ENABLE_FA3": "ON"}
-        probe = cmake_probe(tmp_path / "on" / "sgl-kernel", False, defines)
-        assert gencodes(probe.options["flash_ops"]) == {
-            "-gencode=arch=compute_86,code=[sm_86,compute_86]",
-            "-gencode=arch=compute_86,code=sm_86",
-        }
-        # FA3's sm_8x path is compiled (FLASHATTENTION_DISABLE_SM8x is not defined)
-        assert "FLASHATTENTION_DISABLE_SM8x" not in probe.definitions["flash_ops"]
-        assert "FLASHATTENTION_VARLEN_ONLY" in probe.definitions["flash_ops"]
+    # real CMake agrees
+    defines = {**RECIPE_DEFINES, "SGL_KERNEL_ENABLE_FA3": "ON"}
+    probe = cmake_probe(tmp_path / "on" / "sgl-kernel", False, defines)
+    assert gencodes(probe.options["flash_ops"]) == {
+        "-gencode=arch=compute_86,code=[sm_86,compute_86]",
+        "-gencode=arch=compute_86,code=sm_86",
+    }
+    # FA3's sm_8x path is compiled (FLASHATTENTION_DISABLE_SM8x is not defined)
+    assert "FLASHATTENTION_DISABLE_SM8x" not in probe.definitions["flash_ops"]
+    assert "FLASHATTENTION_VARLEN_ONLY" in probe.definitions["flash_ops"]
 
 
 def test_crlf_checkout_pins_the_same_and_keeps_its_line_endings(tmp_path: Path) -> None:
@@ -662,3 +666,18 @@ def test_source_given_as_the_project_folder_says_to_pass_the_root(tmp_path: Path
     (tmp_path / "file").write_text("x")
     with pytest.raises(BuildError, match="is a file"):
         emit(tmp_path / "file")
+
+
+def test_fa3_without_its_below_sm90_path_is_refused(tmp_path: Path) -> None:
+    text = (REPO / "installer/build/recipes/sgl-kernel.toml").read_text()
+    assert text.count('ENABLE_BELOW_SM90 = "ON"') == 2
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(text.replace('ENABLE_BELOW_SM90 = "ON"', 'ENABLE_BELOW_SM90 = "OFF"'))
+    opts = Options(
+        str(recipe), ("fa3",), UPSTREAM, check_only=True, target_os="linux",
+        allow_unpinned=True,
+    )  # fmt: skip
+    report = run_build(opts)
+    assert report.problems == [
+        "flash_ops is compiled with FLASHATTENTION_DISABLE_SM8x: its sm_8x path is left out"
+    ]
