@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,11 +129,15 @@ class Probe:
 def cmake_probe(project: Path, windows: bool, defines: dict[str, str] | None = None) -> Probe:
     plat = ["-DWIN32=1", "-DMSVC=1"] if windows else ["-DUNIX=1"]
     defs = [f"-D{k}={v}" for k, v in (defines or {}).items()]
-    done = subprocess.run(
-        ["cmake", f"-DSRC={project}", "-DCUDA_VERSION=12.8", *plat, *defs, "-P", str(PROBE)],
-        capture_output=True,
-        text=True,
-    )
+    # The probe names the binary folder "<build>", relative: upstream's file(WRITE ...) of
+    # deepgemm_pkg_init.py lands there, so cmake runs in a throwaway folder, not the checkout.
+    with tempfile.TemporaryDirectory() as scratch:
+        done = subprocess.run(
+            ["cmake", f"-DSRC={project}", "-DCUDA_VERSION=12.8", *plat, *defs, "-P", str(PROBE)],
+            capture_output=True,
+            text=True,
+            cwd=scratch,
+        )
     assert done.returncode == 0, done.stdout + done.stderr
     p = Probe()
     for line in (done.stdout + done.stderr).splitlines():
