@@ -593,6 +593,8 @@ def refuse_breaking(
 
 def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
     """Warn when the profile's launch needs a capability no installed build provides."""
+    from installer.build.advice import advice_for  # reads the shipped recipes only if needed
+
     needs = list(lock.tool.get("needs", []))
     if not needs:
         return []
@@ -609,9 +611,8 @@ def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
                 Finding(
                     True,
                     "warning",
-                    f"the profile's launch needs {need!r}, which no locally built wheel provides "
-                    "(rebuild with the variant that includes it, e.g. `wh build sgl-kernel "
-                    "--variant fa3`)",
+                    f"the profile's launch needs {need!r}, which no locally built wheel provides"
+                    f" ({advice_for(need)})",
                 )
             )
     return out

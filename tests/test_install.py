@@ -377,7 +377,9 @@ def test_verify_warns_when_the_launch_needs_what_the_build_lacks(
     )
     assert r.returncode == 0, r.stderr
     assert "warn the profile's launch needs 'flash_ops'" in r.stdout
-    assert "--variant fa3" in r.stdout
+    assert "`wh build sgl-kernel --variant fa3` builds it" in r.stdout
+    assert "it cannot be built for windows" in r.stdout
+    assert "--attention-backend flashinfer" in r.stdout  # what an RTX 3090 user can do
     # once a build provides it, the warning is gone
     record["provides"] = ["sgl_kernel", "flash_ops"]
     wheel.with_name(wheel.name + ".build.json").write_text(json.dumps(record))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from installer.build.conditions import cmake_commands, cmake_tokens
+from installer.build.conditions import cmake_commands, cmake_tokens, eval_cmake
 
 _VERSION_OPS = {
     "VERSION_GREATER_EQUAL",
@@ -25,15 +26,17 @@ class AutoTrigger:
     condition: str
     switch: str
     kind: str  # "or-switch": if(VERSION OR SWITCH); "sets-switch": if(VERSION) set(SWITCH ON)
+    file: str = "CMakeLists.txt"
 
     def describe(self) -> str:
         if self.kind == "or-switch":
             fix = f"if({self.switch})"
         else:
-            fix = "if(<version check> AND <target condition>), e.g. AND NOT MSVC"
+            fix = f"if(<version check> AND {self.switch}) or add the target's condition"
         return (
-            f"line {self.line}: if({self.condition}) turns on {self.switch} whenever the CUDA"
-            f" toolkit is new enough, whatever you build for; rewrite as {fix}"
+            f"{self.file}:{self.line}: if({self.condition}) turns on {self.switch}"
+            " whenever the CUDA toolkit is new enough on this platform, whatever you build for;"
+            f" rewrite as {fix}"
         )
 
 
@@ -42,6 +45,28 @@ def _has_version_test(tokens: list[str]) -> bool:
         t in _VERSION_OPS and i > 0 and _VERSION_VAR.search(tokens[i - 1])
         for i, t in enumerate(tokens)
     )
+
+
+def live(trigger: AutoTrigger, variables: Mapping[str, str]) -> bool:
+    """Whether the trigger still fires on this platform once the toolchain is new enough:
+    its condition evaluated with CUDA 99 and the platform's variables."""
+    new = {
+        k: "99.0" for k in ("CUDA_VERSION", "CMAKE_CUDA_COMPILER_VERSION", "CUDAToolkit_VERSION")
+    }
+    return eval_cmake(trigger.condition, {**variables, **new})
+
+
+def left_on(
+    files: Mapping[str, str], variables: Mapping[str, str], included: Sequence[str]
+) -> list[AutoTrigger]:
+    """The auto-triggers of the CMake files configure reads that still fire on this platform."""
+    out = []
+    for name in included:
+        for t in find_autotriggers(files.get(name, "")):
+            t = AutoTrigger(t.line, t.condition, t.switch, t.kind, name)
+            if live(t, variables):
+                out.append(t)
+    return out
 
 
 def find_autotriggers(cmake_text: str) -> list[AutoTrigger]:
@@ -64,8 +89,6 @@ def find_autotriggers(cmake_text: str) -> list[AutoTrigger]:
             ]
             for sw in operands:
                 out.append(AutoTrigger(line, " ".join(toks), sw, "or-switch"))
-            continue
-        if len(toks) != 3:  # a version test with a platform/target term is deliberate
             continue
         body = "\n".join(lines[line : line + 3])
         m = re.search(r"^\s*set\s*\(\s*(\w+)\s+ON\s*\)", body, re.MULTILINE)

@@ -191,7 +191,7 @@ def cmake_tokens(expr: str) -> list[str]:
 def _expand(tok: str, variables: Mapping[str, str]) -> str:
     if tok.startswith('"') and tok.endswith('"'):
         tok = tok[1:-1]
-    return re.sub(r"\$\{(\w+)\}", lambda m: variables.get(m.group(1), ""), tok)
+    return re.sub(r"\$\{([A-Za-z0-9_.+-]+)\}", lambda m: variables.get(m.group(1), ""), tok)
 
 
 def _version(v: str) -> tuple[int, ...]:

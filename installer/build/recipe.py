@@ -12,6 +12,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from installer.build.operations import Operation, from_table
 from installer.build.patches import Patch
 from installer.errors import BuildError
 
@@ -30,6 +31,13 @@ class Source:
     tree_sha256: str = ""  # of a folder, see source.tree_digest
     git_commit: str = ""
     subdirectory: str = ""
+    # sha256 over the files the recipe reads (CMake files, registration file, the sources
+    # it excludes, pyproject.toml), relative to the project: see source.inputs_digest
+    inputs_sha256: str = ""
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.sha256 or self.tree_sha256 or self.git_commit or self.inputs_sha256)
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,9 @@ class Addon:
     patches: tuple[Patch, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     provides: tuple[str, ...] = ()
+    operations: tuple[Operation, ...] = ()
+    # target OS ("windows", "linux") -> why this side of the variant cannot be built there
+    refused: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,7 @@ class Recipe:
     defines: Mapping[str, str]
     env: Mapping[str, str]
     patches: tuple[Patch, ...]
+    operations: tuple[Operation, ...]
     imports: tuple[str, ...]
     provides: tuple[str, ...]
     registration: RegistrationCheck | None
@@ -95,6 +107,14 @@ class Effective:
     env: Mapping[str, str]
     patches: tuple[Patch, ...]
     provides: tuple[str, ...]
+    operations: tuple[Operation, ...] = ()
+    refused: Mapping[str, str] = field(default_factory=dict)  # target OS -> why
+
+
+def _operations(value: object, where: str, archs: Sequence[str]) -> tuple[Operation, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise BuildError(f"{where} must be an array of tables ([[operations]])")
+    return tuple(from_table(v, f"{where}[{i}]", archs) for i, v in enumerate(value))
 
 
 def _table(data: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
@@ -146,12 +166,19 @@ def _patches(value: object, where: str) -> tuple[Patch, ...]:
     return tuple(out)
 
 
-def _addon(data: Mapping[str, Any], where: str) -> Addon:
+def _addon(data: Mapping[str, Any], where: str, archs: Sequence[str]) -> Addon:
+    refused = data.get("refused", {})
+    if not isinstance(refused, dict) or not all(
+        k in ("windows", "linux") and isinstance(v, str) for k, v in refused.items()
+    ):
+        raise BuildError(f"{where}.refused must map windows/linux to the reason (a string)")
     return Addon(
         defines=_defines(data.get("defines", {}), f"{where}.defines"),
         patches=_patches(data.get("patches", []), f"{where}.patches"),
         env=_defines(data.get("env", {}), f"{where}.env"),
         provides=_strs(data.get("provides", []), f"{where}.provides"),
+        operations=_operations(data.get("operations", []), f"{where}.operations", archs),
+        refused=dict(refused),
     )
 
 
@@ -173,7 +200,9 @@ def parse_recipe(data: Mapping[str, Any], *, file: Path | None = None, sha256: s
         tree_sha256=str(src.get("tree_sha256", "")).lower(),
         git_commit=str(src.get("git_commit", "")).lower(),
         subdirectory=str(src.get("subdirectory", "")),
+        inputs_sha256=str(src.get("inputs_sha256", "")).lower(),
     )
+    archs = _strs(head.get("archs", ["86"]), "[recipe].archs")
     reg = data.get("registration")
     registration = None
     if isinstance(reg, dict):
@@ -187,8 +216,8 @@ def parse_recipe(data: Mapping[str, Any], *, file: Path | None = None, sha256: s
         variants[vname] = Variant(
             name=vname,
             default=bool(v.get("default", False)),
-            on=_addon(_table(v, "on", where), f"variants.{vname}.on"),
-            off=_addon(_table(v, "off", where), f"variants.{vname}.off"),
+            on=_addon(_table(v, "on", where), f"variants.{vname}.on", archs),
+            off=_addon(_table(v, "off", where), f"variants.{vname}.off", archs),
             description=str(v.get("description", "")),
         )
     return Recipe(
@@ -196,11 +225,12 @@ def parse_recipe(data: Mapping[str, Any], *, file: Path | None = None, sha256: s
         dist=str(head.get("dist", head["name"])),
         version=head["version"],
         cuda=cuda,
-        archs=_strs(head.get("archs", ["86"]), "[recipe].archs"),
+        archs=archs,
         source=source,
         defines=_defines(data.get("defines", {}), "[defines]"),
         env=_defines(data.get("env", {}), "[env]"),
         patches=_patches(data.get("patches", []), "[[patches]]"),
+        operations=_operations(data.get("operations", []), "[[operations]]", archs),
         imports=_strs(_table(data, "checks", where).get("imports", []), "[checks].imports"),
         check_env=_check_env(_table(data, "checks", where).get("environment", "isolated")),
         provides=_strs(head.get("provides", []), "[recipe].provides"),
@@ -245,6 +275,8 @@ def resolve(recipe: Recipe, choices: Mapping[str, bool], archs: Sequence[str] = 
         )
     defines, env = dict(recipe.defines), dict(recipe.env)
     patches, provides = list(recipe.patches), list(recipe.provides)
+    operations = list(recipe.operations)
+    refused: dict[str, str] = {}
     chosen = {}
     for name, var in recipe.variants.items():
         on = choices.get(name, var.default)
@@ -253,6 +285,9 @@ def resolve(recipe: Recipe, choices: Mapping[str, bool], archs: Sequence[str] = 
         defines.update(add.defines)
         env.update(add.env)
         patches.extend(add.patches)
+        operations.extend(add.operations)
+        for os_name, why in add.refused.items():
+            refused[os_name] = f"--variant {name}={'on' if on else 'off'}: {why}"
         provides.extend(p for p in add.provides if p not in provides)
     return Effective(
         recipe=recipe,
@@ -262,6 +297,8 @@ def resolve(recipe: Recipe, choices: Mapping[str, bool], archs: Sequence[str] = 
         env=env,
         patches=tuple(patches),
         provides=tuple(provides),
+        operations=tuple(operations),
+        refused=refused,
     )
 
 

@@ -16,12 +16,17 @@ from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from installer import proc
-from installer.build import archcheck, envblock, patches, source
-from installer.build.autotrigger import find_autotriggers
-from installer.build.conditions import Platform
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+from installer.build import archcheck, envblock, preview, prune, source
+from installer.build.conditions import LINUX_GCC, WINDOWS_MSVC, Platform
+from installer.build.operations import wanted_codes
 from installer.build.provenance import write_build_record
 from installer.build.recipe import Effective, load_recipe, parse_choices, resolve
-from installer.build.registration import excluded_ops
+from installer.build.registration import cmake_sources, excluded_ops
 from installer.build.toolchain import Toolchain, detect
 from installer.errors import BuildError, ProcessError
 
@@ -37,6 +42,10 @@ class Options:
     work: Path = Path(".wh-cache/build")
     check_only: bool = False
     archs: Sequence[str] = ()
+    target_os: str | None = None  # "windows" or "linux": evaluate conditions as that platform
+    cuda_version: str | None = None  # the CUDA version conditions see
+    emit: Path | None = None  # write the patched tree there, build nothing
+    allow_unpinned: bool = False
 
 
 @dataclass
@@ -47,10 +56,24 @@ class Report:
     variant: Mapping[str, bool]
     archs: Sequence[str]
     defines: Mapping[str, str]
+    target_os: str = ""
+    cuda_version: str = ""
     source: Mapping[str, str] = field(default_factory=dict)
+    operations: list[dict[str, object]] = field(default_factory=list)
     patches: list[dict[str, object]] = field(default_factory=list)
+    excluded_sources: list[dict[str, object]] = field(default_factory=list)
+    guarded_ops: list[str] = field(default_factory=list)
+    registration_guards: Mapping[str, str] = field(default_factory=dict)
+    unmapped_ops: int = 0
     autotriggers: list[str] = field(default_factory=list)
+    gencodes: Mapping[str, list[str]] = field(default_factory=dict)
+    libraries: Mapping[str, dict[str, object]] = field(default_factory=dict)
+    fetch_content: list[str] = field(default_factory=list)
+    subdirectories: list[str] = field(default_factory=list)
+    switches: Mapping[str, str] = field(default_factory=dict)
     excluded_ops: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    emitted: Mapping[str, object] = field(default_factory=dict)
     toolchain: Mapping[str, str] = field(default_factory=dict)
     wheel: str = ""
     record: str = ""
@@ -79,36 +102,142 @@ def _read(root: Path, rel: str) -> str | None:
     return f.read_bytes().decode("utf-8", "replace") if f.is_file() else None
 
 
-def _variables(eff: Effective, tc: Toolchain | None) -> dict[str, str]:
-    cuda = tc.info.cuda_version if tc else "0"
-    return {**eff.defines, "CUDA_VERSION": cuda, "CMAKE_CUDA_COMPILER_VERSION": cuda}
+TARGETS = {"windows": WINDOWS_MSVC, "linux": LINUX_GCC}
 
 
-def prebuild_checks(
-    project: Path, eff: Effective, platform: Platform, variables: Mapping[str, str], report: Report
-) -> dict[str, str]:
-    """Plan patches in memory and run the auto-trigger and registration checks on the result."""
-    files = patches.read_files(project, eff.patches)
-    outcomes = patches.plan_patches(files, eff.patches)
-    report.patches = [o.to_json() for o in outcomes]
-    reg = eff.recipe.registration
-    cmake_rel = reg.cmake if reg else "CMakeLists.txt"
+def _target(opts: Options, tc: Toolchain | None) -> Platform:
+    if opts.target_os:
+        if opts.target_os not in TARGETS:
+            raise BuildError(
+                f"--target-os {opts.target_os!r} is not known", hint="use windows or linux"
+            )
+        return TARGETS[opts.target_os]
+    if tc:
+        return tc.platform
+    return WINDOWS_MSVC if sys.platform == "win32" else LINUX_GCC
+
+
+def _os_name(platform: Platform) -> str:
+    return "windows" if platform.name.startswith("windows") else "linux"
+
+
+def check_plan(
+    project: Path,
+    eff: Effective,
+    platform: Platform,
+    cuda: str,
+    report: Report,
+) -> prune.Plan:
+    """Plan the recipe in memory and preview it as ``platform`` with CUDA ``cuda``; fill
+    ``report`` and its ``problems`` (every one, not the first)."""
+    files = prune.read_tree(project, eff)
+    plan = prune.plan(files, eff)
+    report.operations = [r.to_json() for r in plan.results] + [
+        {**o.to_json(), "op": "text-patch", "what": o.patch.why} for o in plan.patches
+    ]
+    report.patches = [o.to_json() for o in plan.patches]
+    defines = {**eff.defines, "CMAKE_CUDA_ARCHITECTURES": archcheck.cmake_architectures(eff.archs)}
+    view = preview.preview(plan, platform, defines, cuda)
+    report.excluded_sources = [
+        {
+            "path": e.path,
+            "condition": e.condition,
+            "guard": f"#ifndef {e.macro}",
+            "excluded_here": e.path in view.excluded_here,
+        }
+        for e in plan.exclusions
+    ]
+    report.guarded_ops = view.hidden_ops
+    report.registration_guards = plan.guards
+    report.unmapped_ops = len(plan.unmapped_ops)
+    report.autotriggers = [a.describe() for a in view.autotriggers]
+    report.gencodes = view.gencodes()
+    report.libraries = {
+        n: {"sources": len(t.sources), "links": t.links, "file": f"{t.file}:{t.line}"}
+        for n, t in sorted(view.targets().items())
+    }
+    report.fetch_content = view.configured.fetched
+    report.subdirectories = view.configured.subdirectories
+    names = [op.switch for op in eff.operations if hasattr(op, "switch")]
+    report.switches = {
+        n: view.configured.variables.get(n, "undefined") for n in dict.fromkeys(names)
+    }
+    report.problems = plan.problems()
+    if plan.registration:
+        report.excluded_ops = view.unresolved
+    else:
+        reg = eff.recipe.registration
+        if reg:
+            report.excluded_ops = _legacy_excluded(
+                project, plan, reg.source, reg.cmake, platform, defines, cuda
+            )
+    report.problems += [
+        f"registered but not built on {platform.name}: {e}" for e in report.excluded_ops
+    ]
+    report.problems += variant_problems(eff, view)
+    return plan
+
+
+def _legacy_excluded(
+    project: Path,
+    plan: prune.Plan,
+    reg_source: str,
+    cmake_rel: str,
+    platform: Platform,
+    defines: Mapping[str, str],
+    cuda: str,
+) -> list[str]:
+    """The registration check for recipes without a guard operation (C method tables too)."""
+    files = plan.files
     cmake = files.get(cmake_rel) or _read(project, cmake_rel) or ""
-    report.autotriggers = [a.describe() for a in find_autotriggers(cmake)]
-    if reg:
-        reg_text = files.get(reg.source) or _read(project, reg.source)
-        if reg_text is None:
-            raise BuildError(f"registration source {reg.source} not found in {project}")
-        sources = {}
-        from installer.build.registration import cmake_sources
+    reg_text = files.get(reg_source) or _read(project, reg_source)
+    if reg_text is None:
+        raise BuildError(f"registration source {reg_source} not found in {project}")
+    sources = {}
+    for rel in [*cmake_sources(cmake, {}), reg_source]:
+        text = files.get(rel) or _read(project, rel)
+        if text is not None:
+            sources[rel] = text
+    variables = {**defines, "CUDA_VERSION": cuda, "CMAKE_CUDA_COMPILER_VERSION": cuda}
+    found = excluded_ops(reg_text, cmake, sources, platform.with_cmake(variables))
+    return [e.describe() for e in found]
 
-        for rel in [*cmake_sources(cmake, {}), reg.source]:
-            text = files.get(rel) or _read(project, rel)
-            if text is not None:
-                sources[rel] = text
-        found = excluded_ops(reg_text, cmake, sources, platform.with_cmake(variables))
-        report.excluded_ops = [e.describe() for e in found]
-    return files
+
+def variant_problems(eff: Effective, view: preview.Preview) -> list[str]:
+    """An extension a variant adds must be configured, for the recipe's architectures only."""
+    out = []
+    want = set(wanted_codes(eff.archs))
+    for name in [p for p in eff.provides if p not in eff.recipe.provides]:
+        t = view.targets().get(name)
+        if t is None:
+            out.append(
+                f"the variant provides {name}, but {view.platform} configures no target {name}"
+            )
+            continue
+        codes = set(t.gencodes())
+        if not codes or not codes <= want:
+            out.append(
+                f"{name} is configured with gencodes {', '.join(sorted(codes)) or 'none'},"
+                f" not {', '.join(sorted(want))}"
+            )
+        disabled = [d for d in t.definitions if "DISABLE_SM8" in d]
+        if disabled and any(c.endswith(("_80", "_86", "_89")) for c in want):
+            out.append(f"{name} is compiled with {', '.join(disabled)}: its sm_8x path is left out")
+    return out
+
+
+def _pin(src: Path, project: Path, eff: Effective, opts: Options, report: Report) -> None:
+    inputs = prune.input_files(project, eff)
+    found, problems = source.check_pin(src, project, eff.recipe.source, inputs)
+    report.source = {"path": str(src), "project": str(project), **found}
+    if problems and not opts.allow_unpinned:
+        raise BuildError(
+            f"the source at {src} is not the one recipe {eff.recipe.name} was checked against",
+            details=problems,
+            hint="use the pinned revision, or pass --allow-unpinned to try the recipe's"
+            " operations on this tree (each one still reports what it finds)",
+        )
+    report.warnings += [f"unpinned (--allow-unpinned): {p}" for p in problems]
 
 
 def _toolchain(eff: Effective, env: Mapping[str, str], optional: bool) -> Toolchain | None:
@@ -124,7 +253,20 @@ def _expected_platform_tag(tc: Toolchain) -> str:
     return "win_amd64" if tc.platform.name.startswith("windows") else "linux"
 
 
-def check_wheel_name(wheel: Path, eff: Effective, tc: Toolchain) -> None:
+def source_version(project: Path) -> str | None:
+    """``[project].version`` of the project's pyproject.toml, if it says one."""
+    f = project / "pyproject.toml"
+    if not f.is_file():
+        return None
+    try:
+        data = tomllib.loads(f.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    version = data.get("project", {}).get("version")
+    return version if isinstance(version, str) else None
+
+
+def check_wheel_name(wheel: Path, eff: Effective, tc: Toolchain, version_: str = "") -> None:
     """Name, version and tags of the built wheel against the recipe and this interpreter."""
     try:
         name, version, _, tags = parse_wheel_filename(wheel.name)
@@ -133,8 +275,9 @@ def check_wheel_name(wheel: Path, eff: Effective, tc: Toolchain) -> None:
     problems = []
     if name != canonicalize_name(eff.recipe.dist):
         problems.append(f"name: expected {eff.recipe.dist}, found {name}")
-    if str(version) != eff.recipe.version:
-        problems.append(f"version: expected {eff.recipe.version}, found {version}")
+    expected = version_ or eff.recipe.version
+    if str(version) != expected:
+        problems.append(f"version: expected {expected}, found {version}")
     plat = _expected_platform_tag(tc)
     if not all(plat in t.platform for t in tags):
         problems.append(
@@ -189,56 +332,80 @@ def import_check(
 
 
 def build(opts: Options) -> Report:
-    """Run ``wh build`` (or ``--check``) and return its report; every failure is a BuildError."""
+    """Run ``wh build`` (or ``--check``, ``--emit``) and return its report, or a BuildError."""
     recipe = load_recipe(opts.recipe)
     eff = resolve(recipe, parse_choices(opts.variants), opts.archs)
     report = Report(recipe.name, eff.variant, eff.archs, eff.defines)
     src = _source_root(eff, opts.source)
-    report.source = {"path": str(src), **source.verify(src, recipe.source)}
-    if not (recipe.source.sha256 or recipe.source.tree_sha256 or recipe.source.git_commit):
-        report.warnings.append(
-            "the recipe pins no source hash or commit (found: "
-            + ", ".join(f"{k}={v}" for k, v in report.source.items() if k != "path")
-            + ")"
-        )
+    if not src.exists():
+        raise BuildError(f"source {src} does not exist", hint="pass --source PATH")
+    preview_only = opts.check_only or opts.emit is not None
     env = dict(os.environ)
-    tc = _toolchain(eff, env, optional=opts.check_only)
+    tc = _toolchain(eff, env, optional=preview_only)
     if tc:
         report.toolchain = tc.info.to_json()
-    elif opts.check_only:
-        report.warnings.append("no usable toolchain found; checks assume CUDA_VERSION 0")
-    from installer.build.conditions import LINUX_GCC, WINDOWS_MSVC
-
-    platform = tc.platform if tc else (WINDOWS_MSVC if sys.platform == "win32" else LINUX_GCC)
+    platform = _target(opts, tc)
+    report.target_os = _os_name(platform)
+    if not preview_only and tc and platform.name != tc.platform.name:
+        raise BuildError(
+            f"--target-os {opts.target_os}: this machine builds for {tc.platform.name} only",
+            hint="use --check or --emit OUT for a preview of another platform",
+        )
+    refused = eff.refused.get(report.target_os)
+    if refused:
+        raise BuildError(f"recipe {recipe.name} cannot be built for {report.target_os}: {refused}")
+    cuda = _cuda(opts, tc, report, preview_only)
+    report.cuda_version = cuda
     if recipe.platforms and platform.name not in recipe.platforms:
         report.warnings.append(
             f"recipe is written for {', '.join(recipe.platforms)}, this is {platform.name}"
         )
-    variables = _variables(eff, tc)
     work = (opts.work / recipe.name).resolve()
-    if opts.check_only:
-        project = src / recipe.source.subdirectory if not source.is_archive(src) else src
-        if source.is_archive(src):
-            project = source.materialize(src, work / "check") / recipe.source.subdirectory
-        prebuild_checks(project, eff, platform, variables, report)
+    tree = source.materialize(src, work / "check") if source.is_archive(src) else src
+    project = tree / recipe.source.subdirectory
+    if not (project / "CMakeLists.txt").is_file() and (tree / "CMakeLists.txt").is_file():
+        raise BuildError(
+            f"{project} does not exist: --source {src} looks like the project itself",
+            hint=f"pass the folder above it (the checkout root): the recipe's project is"
+            f" its {recipe.source.subdirectory!r} subfolder",
+        )
+    _pin(src, project, eff, opts, report)
+    found_version = source_version(project)
+    if found_version and found_version != recipe.version:
+        # only an unpinned tree gets here: the inputs digest covers pyproject.toml
+        report.warnings.append(
+            f"the source is {recipe.dist} {found_version}; the recipe was checked against"
+            f" {recipe.version}: the wheel is expected to be {found_version}"
+        )
+        report.source = {**report.source, "version": found_version}
+    plan = check_plan(project, eff, platform, cuda, report)
+    if opts.check_only and opts.emit is None:
+        return report
+    if report.problems:
+        raise BuildError(
+            f"recipe {recipe.name} does not apply cleanly to {src}: nothing was written",
+            details=report.problems,
+            hint="run with --check to see every operation; update the recipe for this tree",
+        )
+    if opts.emit is not None:
+        report.emitted = emit(tree, recipe.source.subdirectory, plan, opts.emit)
         return report
     assert tc is not None
-    tree = source.materialize(src, work / "src")
-    project = tree / recipe.source.subdirectory
-    prebuild_checks(project, eff, platform, variables, report)
-    if report.excluded_ops:
+    if "tree_sha256" not in report.source and not source.is_archive(src):
+        report.source = {**report.source, "tree_sha256": source.tree_digest(src)}
+    copy = source.materialize(src, work / "src")
+    project = copy / recipe.source.subdirectory
+    for rel, text in plan.changed().items():
+        (project / rel).write_bytes(plan.encoded(rel, text))
+    reread = prune.plan(prune.read_tree(project, eff), eff)
+    if reread.changed() or not reread.ok:
         raise BuildError(
-            f"{len(report.excluded_ops)} registered op(s) have their implementation"
-            f" excluded on {platform.name}",
-            details=report.excluded_ops,
-            hint="guard their registrations with the same condition as the CMake exclusion"
-            " (if(NOT WIN32) -> #ifndef _WIN32, if(NOT MSVC) -> #ifndef _MSC_VER),"
-            " as a recipe patch",
+            f"the patched copy at {project} does not read back as patched",
+            details=reread.problems() or sorted(reread.changed()),
+            hint="another process may be writing the work folder",
         )
-    outcomes = patches.apply_patches(project, eff.patches)
-    report.patches = [o.to_json() for o in outcomes]
     wheel = _run_backend(project, eff, tc, work, report)
-    check_wheel_name(wheel, eff, tc)
+    check_wheel_name(wheel, eff, tc, report.source.get("version", ""))
     reports = archcheck.check_wheel_archs(wheel, eff.archs, work / "archcheck")
     report.binaries = [
         {"binary": r.binary, "sass": sorted(r.sass), "ptx": sorted(r.ptx)} for r in reports
@@ -254,6 +421,72 @@ def build(opts: Options) -> Report:
     return report
 
 
+def _cuda(opts: Options, tc: Toolchain | None, report: Report, preview_only: bool) -> str:
+    found = tc.info.cuda_version if tc else ""
+    if opts.cuda_version:
+        if not preview_only and found and not found.startswith(opts.cuda_version):
+            raise BuildError(
+                f"--cuda-version {opts.cuda_version}: the toolkit found is CUDA {found}",
+                hint="a build uses the toolkit it finds: set CUDA_HOME (Linux) or"
+                " WH_CUDA_VERSION (Windows), or use --check/--emit for a preview",
+            )
+        return opts.cuda_version
+    if found:
+        return ".".join(found.split(".")[:2])
+    report.warnings.append(
+        "no CUDA toolkit found: conditions evaluated with CUDA_VERSION 13.0 (pass --cuda-version)"
+    )
+    return "13.0"
+
+
+def _same_tree(a: Path, b: Path) -> bool:
+    def listing(root: Path) -> dict[str, bytes]:
+        return {
+            p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()
+        }
+
+    return listing(a) == listing(b)
+
+
+def emit(tree: Path, subdirectory: str, plan: prune.Plan, out: Path) -> dict[str, object]:
+    """Write a copy of ``tree`` with the planned files to ``out`` (the tree is not touched).
+
+    The copy is made beside ``out`` and moved into place; an ``out`` that already holds
+    the same bytes is left as it is; one that holds something else is refused.
+    """
+    out = out.resolve()
+    if out.exists() and not out.is_dir():
+        raise BuildError(f"--emit {out} is a file", hint="emit to a new or empty folder")
+    if out == tree or tree in out.parents:
+        raise BuildError(
+            f"--emit {out} is inside the source tree {tree}", hint="emit to a folder outside it"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.wh-", dir=out.parent))
+    try:
+        staged = tmp / "tree"
+        shutil.copytree(tree, staged, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+        changed = plan.changed()
+        for rel, text in changed.items():
+            (staged / subdirectory / rel).write_bytes(plan.encoded(rel, text))
+        state = "written"
+        if out.exists() and any(out.iterdir()):
+            if not _same_tree(staged, out):
+                raise BuildError(
+                    f"--emit {out}: the folder exists and holds another tree",
+                    hint="remove it or emit to a new folder (wh never overwrites a tree)",
+                )
+            state = "unchanged (byte-identical to what is there)"
+        else:
+            if out.exists():
+                out.rmdir()
+            staged.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    prefix = f"{subdirectory}/" if subdirectory else ""
+    return {"path": str(out), "state": state, "changed": sorted(prefix + r for r in changed)}
+
+
 def _record(eff: Effective, report: Report) -> dict[str, Any]:
     return {
         "recipe": {
@@ -266,10 +499,15 @@ def _record(eff: Effective, report: Report) -> dict[str, Any]:
         "defines": dict(eff.defines),
         "architectures": list(eff.archs),
         "patches": report.patches,
+        "operations": report.operations,
+        "guarded_ops": report.guarded_ops,
+        "excluded_sources": report.excluded_sources,
+        "gencodes": dict(report.gencodes),
         "toolchain": dict(report.toolchain),
         "binaries": report.binaries,
         "provides": list(eff.provides),
         "autotriggers_left": report.autotriggers,
+        "target_os": report.target_os,
     }
 
 

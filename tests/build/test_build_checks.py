@@ -116,7 +116,9 @@ def test_check_reports_moved_anchor_and_applies_nothing(tmp_path: Path) -> None:
     )
     before = {p: p.read_bytes() for p in src.rglob("*") if p.is_file()}
     recipe = KERNEL / "whdemo.toml"
-    result = CliRunner().invoke(build, [str(recipe), "--source", str(src), "--check", "--json"])
+    result = CliRunner().invoke(
+        build, [str(recipe), "--source", str(src), "--check", "--json", "--allow-unpinned"]
+    )
     assert result.exit_code == 11, result.output
     report = json.loads(result.output)
     status = {p["file"]: p["status"] for p in report["patches"]}
@@ -134,19 +136,26 @@ def test_check_finds_op_whose_source_windows_excludes(tmp_path: Path) -> None:
     recipe = tmp_path / "r.toml"
     text = (KERNEL / "whdemo.toml").read_text()
     recipe.write_text(text[: text.index("[[patches]]", text.index("[[patches]]") + 1)])
-    from installer.build.conditions import WINDOWS_MSVC
+    from installer.build.conditions import LINUX_GCC, WINDOWS_MSVC
     from installer.build.recipe import load_recipe, resolve
-    from installer.build.runner import Report, prebuild_checks
+    from installer.build.runner import Report, check_plan
 
     eff = resolve(load_recipe(str(recipe)), {})
     report = Report("r", {}, ["86"], {})
-    prebuild_checks(src, eff, WINDOWS_MSVC, {"CUDA_VERSION": "12.8"}, report)
+    check_plan(src, eff, WINDOWS_MSVC, "12.8", report)
     assert report.excluded_ops == [
         "shm_name (registered at line 93; implemented in csrc/posix_shm.c)"
     ]
+    assert report.problems == [
+        "registered but not built on windows-msvc: shm_name (registered at line 93;"
+        " implemented in csrc/posix_shm.c)"
+    ]
+    report = Report("r", {}, ["86"], {})
+    check_plan(src, eff, LINUX_GCC, "12.8", report)
+    assert report.excluded_ops == [] and report.problems == []
     full = resolve(load_recipe(str(KERNEL / "whdemo.toml")), {})
     report = Report("r", {}, ["86"], {})
-    prebuild_checks(src, full, WINDOWS_MSVC, {"CUDA_VERSION": "12.8"}, report)
+    check_plan(src, full, WINDOWS_MSVC, "12.8", report)
     assert report.excluded_ops == []
 
 

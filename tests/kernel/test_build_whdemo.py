@@ -80,6 +80,8 @@ def test_build_record_beside_wheel(built: tuple[Path, str]) -> None:
     assert record["recipe"]["name"] == "whdemo-kernel"
     assert len(record["recipe"]["sha256"]) == 64
     assert len(record["source"]["tree_sha256"]) == 64
+    assert len(record["source"]["inputs_sha256"]) == 64
+    assert record["target_os"] == "linux"
     assert record["architectures"] == ["86"]
     assert [p["status"] for p in record["patches"]] == ["applied", "applied"]
     assert record["toolchain"]["kind"] == "gcc"
