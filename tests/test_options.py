@@ -256,30 +256,45 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     ("fetch", "allow_overwrite"): Refused(
         ("fetch", "-r", "x", "--allow-overwrite", "x"), "only downloads"
     ),
-    # build: a compiler and CUDA; the build tests drive each option
+    # build: the build tests drive each option (the real upstream tree, a compiler, CUDA)
     ("build", "recipe"): ByTest(
         "tests.build.test_build_checks::test_unknown_recipe_and_variant_are_build_errors",
         "recipe",
     ),
     ("build", "variants"): ByTest(
-        "tests.build.test_build_registration::test_fa3_variant_keeps_fa3_and_provides_flash_ops",
-        "fa3",
+        "tests.build.test_build_checks::test_unknown_recipe_and_variant_are_build_errors",
+        "--variant",
     ),
     ("build", "source"): ByTest(
-        "tests.kernel.test_build_whdemo::test_wheel_is_abi3_for_this_platform", "built"
+        "tests.build.test_build_upstream::test_acceptance_windows_json_emit", "--source"
     ),
     ("build", "wheelhouse"): ByTest(
-        "tests.kernel.test_build_whdemo::test_build_record_beside_wheel", "built"
+        "tests.kernel.test_build_whdemo::built",
+        "--wheelhouse",  # the fixture its tests share
     ),
     ("build", "check_only"): ByTest(
-        "tests.build.test_build_checks::test_check_reports_moved_anchor_and_applies_nothing",
-        "check",
+        "tests.build.test_build_upstream::test_acceptance_windows_json_emit", "--check"
     ),
     ("build", "as_json"): ByTest(
-        "tests.kernel.test_build_whdemo::test_wheel_is_abi3_for_this_platform", "built"
+        "tests.build.test_build_upstream::test_acceptance_windows_json_emit", "--json"
     ),
     ("build", "archs"): ByTest(
-        "tests.kernel.test_build_whdemo::test_only_sm86_sass_and_ptx", "sm_86"
+        "tests.build.test_build_upstream::test_arch_option_reaches_the_gencodes_operation",
+        "archs=",
+    ),
+    ("build", "target_os"): ByTest(
+        "tests.build.test_build_upstream::test_acceptance_windows_json_emit", "--target-os"
+    ),
+    ("build", "cuda_version"): ByTest(
+        "tests.build.test_build_upstream::test_cuda_version_decides_what_a_left_trigger_adds",
+        "cuda_version=",
+    ),
+    ("build", "emit"): ByTest(
+        "tests.build.test_build_upstream::test_acceptance_windows_json_emit", "--emit"
+    ),
+    ("build", "allow_unpinned"): ByTest(
+        "tests.build.test_build_upstream::test_unpinned_tree_is_refused_and_says_which",
+        "--allow-unpinned",
     ),
 }
 
