@@ -36,6 +36,16 @@ _DIR_PREFIX = re.compile(
 _GENEX_TAIL = re.compile(r"^\$<.*:(.+)>$")
 _GENCODE_ARG = re.compile(r"^-gencode[= ]arch=compute_\w+,code=(\[[^\]]*\]|\w+)$")
 _NOW_GUARD = {"NOT MSVC": "_MSC_VER", "NOT WIN32": "_WIN32"}
+_FETCH_COMMANDS = {"fetchcontent_declare", "fetchcontent_populate", "fetchcontent_makeavailable"}
+# commands that read, write or build a dependency's files: off with the dependency
+_ACTS_ON_FILES = {
+    "file",
+    "execute_process",
+    "configure_file",
+    "include",
+    "add_subdirectory",
+    "install",
+}
 
 
 # ---------------------------------------------------------------- helpers
@@ -397,6 +407,7 @@ class UnderSwitch:
     items: tuple[str, ...] = ()
     why: str = ""
     kind: str = "under-switch"
+    optional: bool = False  # none of it in this version: "absent", not "not found"
 
     @property
     def what(self) -> str:
@@ -427,6 +438,64 @@ class UnderSwitch:
             f"    option({self.switch} {doc} OFF)\n"
             f"endif()\n"
         )
+
+    def _fetched(self) -> list[str]:
+        """The FetchContent dependencies this operation switches off."""
+        out = []
+        for spec in self.commands:
+            name, key = self._spec(spec)
+            if name in _FETCH_COMMANDS and key not in out:
+                out.append(key)
+        return out
+
+    def _dependency_users(
+        self,
+        parsed: list[tuple[str, list[cp.Command]]],
+        files: Mapping[str, str],
+        edits: dict[str, list[tuple[int, int, str]]],
+        places: list[Place],
+    ) -> list[str]:
+        """With a FetchContent dependency under the switch, its ``${NAME_SOURCE_DIR}`` is
+        empty when the switch is off: every command outside the switch that still uses it
+        would read or write a wrong path (``file(READ ${dep_SOURCE_DIR}/x)`` reads ``/x``).
+        Commands that act on the dependency's files (file, execute_process, configure_file,
+        include, add_subdirectory, install) go under the switch with it (added to ``edits``
+        and ``places``); any other use (a list item the recipe does not name) is returned,
+        for the operation to fail with it."""
+        deps = self._fetched()
+        if not deps:
+            return []
+        refs = [
+            re.compile(r"\$\{" + re.escape(d) + r"_(?:SOURCE|BINARY)_DIR\}", re.IGNORECASE)
+            for d in deps
+        ]
+        cond = (self.switch,)
+        named = set(self.items)
+        wrapped = {(p.file, p.line) for p in places}
+        out = []
+        for n, cmds in parsed:
+            text = files[n]
+            for c in cmds:
+                if cp.guarded_by(c, cond) or (n, c.line) in wrapped:
+                    continue
+                used = [a for a in c.args if any(r.search(a.raw) for r in refs)]
+                if not used:
+                    continue
+                if c.lname in _ACTS_ON_FILES:
+                    ls, le = cp.line_start(text, c.start), cp.line_end(text, c.end)
+                    indent = cp.indent_at(text, c.start)
+                    note = f"  # wh: {self.why}" if self.why else "  # wh"
+                    edits.setdefault(n, []).append((ls, ls, f"{indent}if({self.switch}){note}\n"))
+                    edits.setdefault(n, []).append((le, le, f"{indent}endif()\n"))
+                    places.append(Place(n, c.line, _short(c, text) + " (uses the dependency)"))
+                    continue
+                left = [a.value for a in used if a.value not in named]
+                if left:
+                    out.append(
+                        f"{n}:{c.line}: {_short(c, text)} still uses {', '.join(left)}:"
+                        " name it in the operation's items"
+                    )
+        return out
 
     def plan(self, files: Mapping[str, str]) -> Result:
         looked_parts: list[str] = []
@@ -496,6 +565,20 @@ class UnderSwitch:
                     continue
                 edits.setdefault(n, []).extend(_move_under(files[n], c, [i], self.switch, self.why))
         looked = ", ".join(looked_parts)
+        if self.optional and len(missing) == len(looked_parts):
+            return Result(self.kind, self.what, self.why, Status.ABSENT, "; ".join(missing), (), ())
+        if not missing and not ambiguous:
+            dangling = self._dependency_users(parsed, files, edits, places)
+            if dangling:
+                return Result(
+                    self.kind,
+                    self.what,
+                    self.why,
+                    Status.NOT_FOUND,
+                    f"every use of {', '.join(self._fetched())} inside if({self.switch})",
+                    tuple(places),
+                    tuple(dangling),
+                )
         if missing:
             return Result(
                 self.kind,
@@ -675,7 +758,17 @@ def from_table(item: Mapping[str, object], where: str, archs: Sequence[str]) -> 
     if kind == "add-condition":
         return AddCondition(s("switch"), s("condition"), why)
     if kind == "under-switch":
-        op = UnderSwitch(s("switch"), s("default", "OFF"), strs("commands"), strs("items"), why)
+        optional = item.get("optional", False)
+        if not isinstance(optional, bool):
+            raise BuildError(f"{where}: optional must be true or false")
+        op = UnderSwitch(
+            s("switch"),
+            s("default", "OFF"),
+            strs("commands"),
+            strs("items"),
+            why,
+            optional=optional,
+        )
         if not op.commands and not op.items:
             raise BuildError(f"{where}: under-switch {op.switch} names no commands and no items")
         for spec in op.commands:
