@@ -28,6 +28,10 @@ VERSION_OPS = {
 SOURCE_SUFFIXES = (".cu", ".cc", ".cpp", ".cxx", ".c")
 _LIST_COMMANDS = {"set", "list", "add_library", "python_add_library", "cuda_add_library"}
 _TARGET_COMMANDS = {"target_sources", "target_link_libraries", "target_include_directories"}
+# directory-wide lists: every argument is an item (older sgl-kernel puts mscclpp's include
+# folder in include_directories(), later ones in set(INCLUDES ...))
+_DIR_COMMANDS = {"include_directories", "link_libraries", "link_directories"}
+_DIR_KEYWORDS = {"AFTER", "BEFORE", "SYSTEM"}
 _SCOPES = {"PRIVATE", "PUBLIC", "INTERFACE"}
 _DIR_PREFIX = re.compile(
     r"^(?:\$\{(?:CMAKE_CURRENT_SOURCE_DIR|PROJECT_SOURCE_DIR|CMAKE_SOURCE_DIR|"
@@ -118,6 +122,8 @@ def _readd(cmd: cp.Command, arg_index: int, raws: list[str]) -> str:
         return f"list(APPEND {vals[0]} {items})"
     if low in ("add_library", "python_add_library", "cuda_add_library"):
         return f"target_sources({vals[0]} PRIVATE {items})"
+    if low in _DIR_COMMANDS:
+        return f"{low}({items})"
     if low in _TARGET_COMMANDS:
         scope = next((v for v in reversed(vals[1:arg_index]) if v in _SCOPES), "")
         if low == "target_link_libraries":
@@ -545,15 +551,23 @@ class UnderSwitch:
                 (n, c, i)
                 for n, cmds in parsed
                 for c in cmds
-                if c.lname in _LIST_COMMANDS | _TARGET_COMMANDS
-                for i, a in enumerate(c.args[1:], 1)
-                if a.value == item
+                if c.lname in _LIST_COMMANDS | _TARGET_COMMANDS | _DIR_COMMANDS
+                for i, a in enumerate(c.args)
+                if a.value == item and (i > 0 or c.lname in _DIR_COMMANDS)
             ]
             if not hits:
                 missing.append(item)
+                # the item itself, where no list of it is edited; then names that differ
+                near += [
+                    f"{n}:{c.line}: {_short(c, files[n])}: {c.name}() holds it,"
+                    " not a list this operation edits"
+                    for n, cmds in parsed
+                    for c in cmds
+                    if any(a.value == item for a in c.args)
+                ][:3]
                 near += difflib.get_close_matches(
                     item,
-                    sorted({a.value for _, cmds in parsed for c in cmds for a in c.args}),
+                    sorted({a.value for _, cmds in parsed for c in cmds for a in c.args} - {item}),
                     3,
                     0.6,
                 )

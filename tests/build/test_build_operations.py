@@ -226,3 +226,15 @@ def test_autotrigger_found_where_its_branch_sets_the_switch_late() -> None:
     )
     found = [(a.switch, a.kind) for a in find_autotriggers(text)]
     assert found == [("S3", "sets-switch")]
+
+
+def test_item_in_a_command_not_edited_is_named_not_offered_as_itself() -> None:
+    text = "project(p)\nadd_library(ops a.cu)\nadd_dependencies(ops foo_static)\n"
+    res, _ = run(UnderSwitch("USE_FOO", "OFF", (), ("foo_static",)), {"CMakeLists.txt": text})
+    assert res.status is Status.NOT_FOUND
+    assert "foo_static" not in res.candidates
+    assert any("add_dependencies() holds it" in c for c in res.candidates), res.candidates
+    dirs = "project(p)\ninclude_directories(BEFORE inc ${FOO}/include)\n"
+    new = twice(UnderSwitch("USE_FOO", "OFF", (), ("${FOO}/include",)), {"CMakeLists.txt": dirs})
+    assert "include_directories(BEFORE inc)" in new["CMakeLists.txt"]
+    assert "    include_directories(${FOO}/include)\n" in new["CMakeLists.txt"]

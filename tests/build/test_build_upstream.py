@@ -527,6 +527,21 @@ def new_cmake_file(root: Path) -> None:
     )
 
 
+def dir_include(root: Path) -> None:
+    """mscclpp's include folder in the directory-wide include_directories(), where sglang
+    had it before set(INCLUDES ...) (e.g. commit 3ec6e094), not in the target's list."""
+
+    def cmake(t: str) -> str:
+        t = t.replace("    ${repo-mscclpp_SOURCE_DIR}/include\n", "", 1)
+        return t.replace(
+            "    ${PROJECT_SOURCE_DIR}/csrc\n)",
+            "    ${PROJECT_SOURCE_DIR}/csrc\n    ${repo-mscclpp_SOURCE_DIR}/include\n)",
+            1,
+        )
+
+    _edit(root / "sgl-kernel/CMakeLists.txt", cmake)
+
+
 NEWER = (url_fetch, dependency_users, new_cmake_file)
 PERTURBATIONS = {
     "move-blocks": move_blocks,
@@ -536,6 +551,7 @@ PERTURBATIONS = {
     "url-fetch": url_fetch,
     "dependency-users": dependency_users,
     "new-cmake-file": new_cmake_file,
+    "dir-include": dir_include,
     "all": lambda r: [f(r) for f in (move_blocks, split_lines, reformat_schemas)] and None,
     "newer": lambda r: [f(r) for f in (*NEWER, move_blocks)] and None,
 }
