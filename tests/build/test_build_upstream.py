@@ -467,7 +467,7 @@ def url_fetch(root: Path) -> None:
     def cmake(t: str) -> str:
         t = t.replace(
             "# Python\n",
-            '# GitHub Artifactory\nset(GITHUB_ARTIFACTORY "github.com" CACHE STRING "mirror")\n\n'
+            '# where archives come from\nset(MIRROR_HOST "github.com" CACHE STRING "host")\n\n'
             "# Python\n",
             1,
         )
@@ -475,7 +475,7 @@ def url_fetch(root: Path) -> None:
             r'GIT_REPOSITORY\s+"?https://github\.com/([\w.-]+?)(?:\.git)?"?\s+GIT_TAG\s+(\S+)'
             r"\s+GIT_SHALLOW\s+OFF",
             lambda m: (
-                f"URL      https://${{GITHUB_ARTIFACTORY}}/{m.group(1)}/archive/"
+                f"URL      https://${{MIRROR_HOST}}/{m.group(1)}/archive/"
                 f"{m.group(2)}.tar.gz\n    URL_HASH SHA256={'0' * 64}"
             ),
             t,
@@ -486,13 +486,11 @@ def url_fetch(root: Path) -> None:
 
 def dependency_users(root: Path) -> None:
     """After the mscclpp fetch, a block that rewrites the fetched tree's CMakeLists.txt
-    (file(READ) / string(REPLACE) / file(WRITE) of ${repo-mscclpp_SOURCE_DIR}/...)."""
+    (file(READ) / string(APPEND) / file(WRITE) of ${repo-mscclpp_SOURCE_DIR}/...)."""
     block = (
-        'file(READ "${repo-mscclpp_SOURCE_DIR}/CMakeLists.txt" _mscclpp_cmakelists)\n'
-        'string(REPLACE "https://github.com/nlohmann/json" "https://mirror/nlohmann/json"\n'
-        '    _mscclpp_cmakelists "${_mscclpp_cmakelists}")\n'
-        'file(WRITE "${repo-mscclpp_SOURCE_DIR}/CMakeLists.txt" "${_mscclpp_cmakelists}")\n'
-        "unset(_mscclpp_cmakelists)\n"
+        "file(READ ${repo-mscclpp_SOURCE_DIR}/CMakeLists.txt _wh_text)\n"
+        'string(APPEND _wh_text "\\n# edited by the configure\\n")\n'
+        'file(WRITE ${repo-mscclpp_SOURCE_DIR}/CMakeLists.txt "${_wh_text}")\n'
     )
     _edit(
         root / "sgl-kernel/CMakeLists.txt",
@@ -599,7 +597,7 @@ def test_dependency_users_go_under_its_switch(tmp_path: Path) -> None:
     emit(tmp_path / "out", src=src, allow=True)
     text = (tmp_path / "out/sgl-kernel/CMakeLists.txt").read_text()
     for verb in ("READ", "WRITE"):
-        at = text.index(f'file({verb} "${{repo-mscclpp_SOURCE_DIR}}/CMakeLists.txt"')
+        at = text.index(f"file({verb} ${{repo-mscclpp_SOURCE_DIR}}/CMakeLists.txt")
         before = text[:at].rstrip().splitlines()[-1]
         assert before.startswith("if(SGL_KERNEL_ENABLE_MSCCLPP)"), before
     # real CMake, as Windows: the configure reads no file of the absent dependency
