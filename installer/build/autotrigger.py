@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from installer.build import cmakeparse
 from installer.build.conditions import cmake_commands, cmake_tokens, eval_cmake
 
 _VERSION_OPS = {
@@ -15,6 +16,8 @@ _VERSION_OPS = {
     "VERSION_LESS",
     "VERSION_LESS_EQUAL",
 }
+_IFS = ("if", "elseif")
+_TRUE = ("ON", "TRUE", "1", "YES")
 _VERSION_VAR = re.compile(r"CUDA\w*VERSION|CUDA_COMPILER_VERSION|CUDAToolkit_VERSION")
 
 
@@ -71,7 +74,10 @@ def left_on(
 
 def find_autotriggers(cmake_text: str) -> list[AutoTrigger]:
     """Every if()/elseif() that ORs a CUDA version test with a switch, or sets one ON (pure)."""
-    lines = cmake_text.splitlines()
+    try:
+        cmds = cmakeparse.parse(cmake_text)
+    except ValueError:
+        cmds = []
     out = []
     for line, cmd, args in cmake_commands(cmake_text):
         if cmd not in ("if", "elseif"):
@@ -90,8 +96,32 @@ def find_autotriggers(cmake_text: str) -> list[AutoTrigger]:
             for sw in operands:
                 out.append(AutoTrigger(line, " ".join(toks), sw, "or-switch"))
             continue
-        body = "\n".join(lines[line : line + 3])
-        m = re.search(r"^\s*set\s*\(\s*(\w+)\s+ON\s*\)", body, re.MULTILINE)
-        if m:
-            out.append(AutoTrigger(line, " ".join(toks), m.group(1), "sets-switch"))
+        # the switches its own first branch sets ON, wherever in the branch (a newer
+        # version may set it after a long list(APPEND ...), not on the next line)
+        for sw in _set_on_in_branch(cmds, line):
+            out.append(AutoTrigger(line, " ".join(toks), sw, "sets-switch"))
+    return out
+
+
+def _set_on_in_branch(cmds: Sequence[cmakeparse.Command], line: int) -> list[str]:
+    """Variables that ``set(X ON)`` at the top level of the first branch of the if() or
+    elseif() on ``line``, up to its elseif/else/endif."""
+    at = next((i for i, c in enumerate(cmds) if c.line == line and c.lname in _IFS), None)
+    if at is None:
+        return []
+    out: list[str] = []
+    depth = 0
+    for c in cmds[at + 1 :]:
+        if c.lname == "if":
+            depth += 1
+        elif c.lname == "endif":
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and c.lname in ("elseif", "else"):
+            break
+        elif depth == 0 and c.lname == "set":
+            v = c.values()
+            if len(v) >= 2 and v[1].upper() in _TRUE and v[0] not in out:
+                out.append(v[0])
     return out

@@ -28,6 +28,10 @@ VERSION_OPS = {
 SOURCE_SUFFIXES = (".cu", ".cc", ".cpp", ".cxx", ".c")
 _LIST_COMMANDS = {"set", "list", "add_library", "python_add_library", "cuda_add_library"}
 _TARGET_COMMANDS = {"target_sources", "target_link_libraries", "target_include_directories"}
+# directory-wide lists: every argument is an item (older sgl-kernel puts mscclpp's include
+# folder in include_directories(), later ones in set(INCLUDES ...))
+_DIR_COMMANDS = {"include_directories", "link_libraries", "link_directories"}
+_DIR_KEYWORDS = {"AFTER", "BEFORE", "SYSTEM"}
 _SCOPES = {"PRIVATE", "PUBLIC", "INTERFACE"}
 _DIR_PREFIX = re.compile(
     r"^(?:\$\{(?:CMAKE_CURRENT_SOURCE_DIR|PROJECT_SOURCE_DIR|CMAKE_SOURCE_DIR|"
@@ -36,6 +40,16 @@ _DIR_PREFIX = re.compile(
 _GENEX_TAIL = re.compile(r"^\$<.*:(.+)>$")
 _GENCODE_ARG = re.compile(r"^-gencode[= ]arch=compute_\w+,code=(\[[^\]]*\]|\w+)$")
 _NOW_GUARD = {"NOT MSVC": "_MSC_VER", "NOT WIN32": "_WIN32"}
+_FETCH_COMMANDS = {"fetchcontent_declare", "fetchcontent_populate", "fetchcontent_makeavailable"}
+# commands that read, write or build a dependency's files: off with the dependency
+_ACTS_ON_FILES = {
+    "file",
+    "execute_process",
+    "configure_file",
+    "include",
+    "add_subdirectory",
+    "install",
+}
 
 
 # ---------------------------------------------------------------- helpers
@@ -108,6 +122,8 @@ def _readd(cmd: cp.Command, arg_index: int, raws: list[str]) -> str:
         return f"list(APPEND {vals[0]} {items})"
     if low in ("add_library", "python_add_library", "cuda_add_library"):
         return f"target_sources({vals[0]} PRIVATE {items})"
+    if low in _DIR_COMMANDS:
+        return f"{low}({items})"
     if low in _TARGET_COMMANDS:
         scope = next((v for v in reversed(vals[1:arg_index]) if v in _SCOPES), "")
         if low == "target_link_libraries":
@@ -397,6 +413,7 @@ class UnderSwitch:
     items: tuple[str, ...] = ()
     why: str = ""
     kind: str = "under-switch"
+    optional: bool = False  # none of it in this version: "absent", not "not found"
 
     @property
     def what(self) -> str:
@@ -427,6 +444,64 @@ class UnderSwitch:
             f"    option({self.switch} {doc} OFF)\n"
             f"endif()\n"
         )
+
+    def _fetched(self) -> list[str]:
+        """The FetchContent dependencies this operation switches off."""
+        out = []
+        for spec in self.commands:
+            name, key = self._spec(spec)
+            if name in _FETCH_COMMANDS and key not in out:
+                out.append(key)
+        return out
+
+    def _dependency_users(
+        self,
+        parsed: list[tuple[str, list[cp.Command]]],
+        files: Mapping[str, str],
+        edits: dict[str, list[tuple[int, int, str]]],
+        places: list[Place],
+    ) -> list[str]:
+        """With a FetchContent dependency under the switch, its ``${NAME_SOURCE_DIR}`` is
+        empty when the switch is off: every command outside the switch that still uses it
+        would read or write a wrong path (``file(READ ${dep_SOURCE_DIR}/x)`` reads ``/x``).
+        Commands that act on the dependency's files (file, execute_process, configure_file,
+        include, add_subdirectory, install) go under the switch with it (added to ``edits``
+        and ``places``); any other use (a list item the recipe does not name) is returned,
+        for the operation to fail with it."""
+        deps = self._fetched()
+        if not deps:
+            return []
+        refs = [
+            re.compile(r"\$\{" + re.escape(d) + r"_(?:SOURCE|BINARY)_DIR\}", re.IGNORECASE)
+            for d in deps
+        ]
+        cond = (self.switch,)
+        named = set(self.items)
+        wrapped = {(p.file, p.line) for p in places}
+        out = []
+        for n, cmds in parsed:
+            text = files[n]
+            for c in cmds:
+                if cp.guarded_by(c, cond) or (n, c.line) in wrapped:
+                    continue
+                used = [a for a in c.args if any(r.search(a.raw) for r in refs)]
+                if not used:
+                    continue
+                if c.lname in _ACTS_ON_FILES:
+                    ls, le = cp.line_start(text, c.start), cp.line_end(text, c.end)
+                    indent = cp.indent_at(text, c.start)
+                    note = f"  # wh: {self.why}" if self.why else "  # wh"
+                    edits.setdefault(n, []).append((ls, ls, f"{indent}if({self.switch}){note}\n"))
+                    edits.setdefault(n, []).append((le, le, f"{indent}endif()\n"))
+                    places.append(Place(n, c.line, _short(c, text) + " (uses the dependency)"))
+                    continue
+                left = [a.value for a in used if a.value not in named]
+                if left:
+                    out.append(
+                        f"{n}:{c.line}: {_short(c, text)} still uses {', '.join(left)}:"
+                        " name it in the operation's items"
+                    )
+        return out
 
     def plan(self, files: Mapping[str, str]) -> Result:
         looked_parts: list[str] = []
@@ -476,15 +551,23 @@ class UnderSwitch:
                 (n, c, i)
                 for n, cmds in parsed
                 for c in cmds
-                if c.lname in _LIST_COMMANDS | _TARGET_COMMANDS
-                for i, a in enumerate(c.args[1:], 1)
-                if a.value == item
+                if c.lname in _LIST_COMMANDS | _TARGET_COMMANDS | _DIR_COMMANDS
+                for i, a in enumerate(c.args)
+                if a.value == item and (i > 0 or c.lname in _DIR_COMMANDS)
             ]
             if not hits:
                 missing.append(item)
+                # the item itself, where no list of it is edited; then names that differ
+                near += [
+                    f"{n}:{c.line}: {_short(c, files[n])}: {c.name}() holds it,"
+                    " not a list this operation edits"
+                    for n, cmds in parsed
+                    for c in cmds
+                    if any(a.value == item for a in c.args)
+                ][:3]
                 near += difflib.get_close_matches(
                     item,
-                    sorted({a.value for _, cmds in parsed for c in cmds for a in c.args}),
+                    sorted({a.value for _, cmds in parsed for c in cmds for a in c.args} - {item}),
                     3,
                     0.6,
                 )
@@ -496,6 +579,20 @@ class UnderSwitch:
                     continue
                 edits.setdefault(n, []).extend(_move_under(files[n], c, [i], self.switch, self.why))
         looked = ", ".join(looked_parts)
+        if self.optional and len(missing) == len(looked_parts):
+            return Result(self.kind, self.what, self.why, Status.ABSENT, "; ".join(missing), (), ())
+        if not missing and not ambiguous:
+            dangling = self._dependency_users(parsed, files, edits, places)
+            if dangling:
+                return Result(
+                    self.kind,
+                    self.what,
+                    self.why,
+                    Status.NOT_FOUND,
+                    f"every use of {', '.join(self._fetched())} inside if({self.switch})",
+                    tuple(places),
+                    tuple(dangling),
+                )
         if missing:
             return Result(
                 self.kind,
@@ -675,7 +772,17 @@ def from_table(item: Mapping[str, object], where: str, archs: Sequence[str]) -> 
     if kind == "add-condition":
         return AddCondition(s("switch"), s("condition"), why)
     if kind == "under-switch":
-        op = UnderSwitch(s("switch"), s("default", "OFF"), strs("commands"), strs("items"), why)
+        optional = item.get("optional", False)
+        if not isinstance(optional, bool):
+            raise BuildError(f"{where}: optional must be true or false")
+        op = UnderSwitch(
+            s("switch"),
+            s("default", "OFF"),
+            strs("commands"),
+            strs("items"),
+            why,
+            optional=optional,
+        )
         if not op.commands and not op.items:
             raise BuildError(f"{where}: under-switch {op.switch} names no commands and no items")
         for spec in op.commands:

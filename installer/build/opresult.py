@@ -14,6 +14,9 @@ class Status(str, Enum):
     ALREADY_APPLIED = "already-applied"
     NOT_FOUND = "not-found"
     AMBIGUOUS = "ambiguous"
+    # an operation marked optional whose every target is missing: this version has none of
+    # what it changes (e.g. a cmake/*.cmake file that newer versions add)
+    ABSENT = "absent"
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        return self.status in (Status.APPLIED, Status.ALREADY_APPLIED)
+        return self.status in (Status.APPLIED, Status.ALREADY_APPLIED, Status.ABSENT)
 
     @property
     def file(self) -> str:
@@ -65,6 +68,8 @@ class Result:
                 f"{self.file}: {head}: ambiguous: {self.looked_for} matched"
                 f" {len(self.places)} places ({where})"
             )
+        if self.status is Status.ABSENT:
+            return f"{self.file or '-'}: {head}: absent (optional): no {self.looked_for} here"
         return f"{self.file}: {head}: {self.status.value}"
 
     def to_json(self) -> dict[str, object]:

@@ -186,3 +186,55 @@ def test_unknown_op_names_the_known_ones() -> None:
     with pytest.raises(BuildError) as err:
         from_table({"op": "delete-everything"}, "recipe[[operations]][0]", ["86"])
     assert "exclude-source" in err.value.hint and "recipe[[operations]][0]" in err.value.message
+
+
+def test_optional_under_switch_is_absent_only_when_none_of_it_is_there() -> None:
+    files = {"CMakeLists.txt": "project(p)\ninclude(cmake/a.cmake)\n", "cmake/a.cmake": ""}
+    op = from_table(
+        {
+            "op": "under-switch",
+            "switch": "BUILD_B",
+            "commands": ["include(cmake/b.cmake)"],
+            "optional": True,
+        },
+        "r",
+        ["86"],
+    )
+    res, new = run(op, files)
+    assert res.status is Status.ABSENT and res.ok and new == files
+    assert "absent (optional)" in res.describe()
+    both = UnderSwitch(
+        "BUILD_B", "OFF", ("include(cmake/a.cmake)", "include(cmake/b.cmake)"), optional=True
+    )
+    res, _ = run(both, files)
+    assert res.status is Status.NOT_FOUND  # half of it there: not a version without it
+    with pytest.raises(BuildError, match="optional must be true or false"):
+        from_table(
+            {"op": "under-switch", "switch": "B", "commands": ["include(b)"], "optional": "yes"},
+            "r",
+            ["86"],
+        )
+
+
+def test_autotrigger_found_where_its_branch_sets_the_switch_late() -> None:
+    from installer.build.autotrigger import find_autotriggers
+
+    text = (
+        'if(${CUDA_VERSION} VERSION_GREATER_EQUAL "13.0")\n'
+        "  set(FLAGS\n    a\n    b\n    c\n    d\n  )\n  set(S3 ON)\n"
+        "else()\n  set(OTHER ON)\nendif()\n"
+    )
+    found = [(a.switch, a.kind) for a in find_autotriggers(text)]
+    assert found == [("S3", "sets-switch")]
+
+
+def test_item_in_a_command_not_edited_is_named_not_offered_as_itself() -> None:
+    text = "project(p)\nadd_library(ops a.cu)\nadd_dependencies(ops foo_static)\n"
+    res, _ = run(UnderSwitch("USE_FOO", "OFF", (), ("foo_static",)), {"CMakeLists.txt": text})
+    assert res.status is Status.NOT_FOUND
+    assert "foo_static" not in res.candidates
+    assert any("add_dependencies() holds it" in c for c in res.candidates), res.candidates
+    dirs = "project(p)\ninclude_directories(BEFORE inc ${FOO}/include)\n"
+    new = twice(UnderSwitch("USE_FOO", "OFF", (), ("${FOO}/include",)), {"CMakeLists.txt": dirs})
+    assert "include_directories(BEFORE inc)" in new["CMakeLists.txt"]
+    assert "    include_directories(${FOO}/include)\n" in new["CMakeLists.txt"]

@@ -54,6 +54,7 @@ TRANSFER = [
 ]
 MSCCLPP = ["mscclpp_allreduce", "mscclpp_generate_unique_id", "mscclpp_init_context"]
 SEVENTEEN = sorted([*MSCCLPP, "fp8_blockwise_scaled_grouped_mm", *TRANSFER])
+SAGE3_OP = "SGL_KERNEL_BUILD_SAGE3 (default OFF): include(cmake/sage3.cmake)"
 
 pytestmark = pytest.mark.skipif(
     not UPSTREAM.is_dir(),
@@ -87,6 +88,14 @@ def emit(
         allow_unpinned=allow,
     )
     return run_build(opts)
+
+
+def statuses(operations: list[dict[str, object]], optional: bool = True) -> set[object]:
+    """The statuses of a report's operations, after checking that the only one absent from
+    0.4.0 is the optional one for cmake/sage3.cmake (a file that newer versions add)."""
+    absent = [o["what"] for o in operations if o["status"] == "absent"]
+    assert absent == ([SAGE3_OP] if optional else []), absent
+    return {o["status"] for o in operations if o["status"] != "absent"}
 
 
 # ---------------------------------------------------------------- independent oracles
@@ -198,7 +207,7 @@ def test_acceptance_windows_json_emit(tmp_path: Path) -> None:
     assert report["gencodes"] and all(
         codes == ["compute_86", "sm_86"] for codes in report["gencodes"].values()
     )
-    assert {o["status"] for o in report["operations"]} == {"applied"}
+    assert statuses(report["operations"]) == {"applied"}
     assert report["problems"] == []
     assert report["source"]["inputs_sha256"] == (
         "340b1225acebc2726e5600f8b5157ad028c8687a41c200c665b4c97bc40ed31b"
@@ -295,9 +304,9 @@ def test_real_cmake_source_lists_per_platform(tmp_path: Path) -> None:
 
 def test_second_emit_already_applied_and_byte_identical(tmp_path: Path) -> None:
     first = emit(tmp_path / "one")
-    assert {o["status"] for o in first.operations} == {"applied"}
+    assert statuses(first.operations) == {"applied"}
     second = emit(tmp_path / "two", src=tmp_path / "one", allow=True)
-    assert {o["status"] for o in second.operations} == {"already-applied"}
+    assert statuses(second.operations) == {"already-applied"}
     assert second.guarded_ops == SEVENTEEN
     assert snapshot(tmp_path / "one") == snapshot(tmp_path / "two")
     assert second.emitted["changed"] == []
@@ -447,12 +456,102 @@ def reformat_schemas(root: Path) -> None:
     _edit(root / EXT, ext)
 
 
+# The next three model what a later upstream did (sglang commit 5dff6576, checked by hand:
+# docs/build.md "Checked against a newer upstream"), made on the real 0.4.0 files.
+
+
+def url_fetch(root: Path) -> None:
+    """Every FetchContent_Declare from GIT_REPOSITORY/GIT_TAG to URL/URL_HASH through a
+    mirror variable, as later versions spell them."""
+
+    def cmake(t: str) -> str:
+        t = t.replace(
+            "# Python\n",
+            '# where archives come from\nset(MIRROR_HOST "github.com" CACHE STRING "host")\n\n'
+            "# Python\n",
+            1,
+        )
+        return re.sub(
+            r'GIT_REPOSITORY\s+"?https://github\.com/([\w.-]+?)(?:\.git)?"?\s+GIT_TAG\s+(\S+)'
+            r"\s+GIT_SHALLOW\s+OFF",
+            lambda m: (
+                f"URL      https://${{MIRROR_HOST}}/{m.group(1)}/archive/"
+                f"{m.group(2)}.tar.gz\n    URL_HASH SHA256={'0' * 64}"
+            ),
+            t,
+        )
+
+    _edit(root / "sgl-kernel/CMakeLists.txt", cmake)
+
+
+def dependency_users(root: Path) -> None:
+    """After the mscclpp fetch, a block that rewrites the fetched tree's CMakeLists.txt
+    (file(READ) / string(APPEND) / file(WRITE) of ${repo-mscclpp_SOURCE_DIR}/...)."""
+    block = (
+        "file(READ ${repo-mscclpp_SOURCE_DIR}/CMakeLists.txt _wh_text)\n"
+        'string(APPEND _wh_text "\\n# edited by the configure\\n")\n'
+        'file(WRITE ${repo-mscclpp_SOURCE_DIR}/CMakeLists.txt "${_wh_text}")\n'
+    )
+    _edit(
+        root / "sgl-kernel/CMakeLists.txt",
+        lambda t: t.replace(
+            "FetchContent_Populate(repo-mscclpp)\n",
+            "FetchContent_Populate(repo-mscclpp)\n\n" + block,
+        ),
+    )
+
+
+def new_cmake_file(root: Path) -> None:
+    """A new cmake/sage3.cmake (made from the real flashmla.cmake, renamed) with its own
+    FetchContent, a library and a CUDA-version auto-trigger whose set(SWITCH ON) comes after
+    a list(APPEND ...) of gencodes; included after flashmla.cmake."""
+    t = (root / "sgl-kernel/cmake/flashmla.cmake").read_text()
+    t = t.replace("flashmla", "sage3").replace("FLASHMLA", "SAGE3").replace("FlashMLA", "Sage3")
+    head = "if(${CUDA_VERSION} VERSION_GREATER 12.4)\n"
+    a = t.index(head)
+    b = t.index("endif()\n", a)
+    t = t[:b] + "    set(SAGE3_ENABLE ON)\n" + t[b:]
+    t = "set(SAGE3_ENABLE OFF)\n" + t
+    lib = t.index("Python_add_library(sage3_ops")
+    t = t[:lib] + "if(SAGE3_ENABLE)\n" + t[lib:] + "endif()\n"
+    (root / "sgl-kernel/cmake/sage3.cmake").write_text(t)
+    _edit(
+        root / "sgl-kernel/CMakeLists.txt",
+        lambda t: t.replace(
+            "include(${CMAKE_CURRENT_LIST_DIR}/cmake/flashmla.cmake)\n",
+            "include(${CMAKE_CURRENT_LIST_DIR}/cmake/flashmla.cmake)\n\n"
+            "include(${CMAKE_CURRENT_LIST_DIR}/cmake/sage3.cmake)\n",
+        ),
+    )
+
+
+def dir_include(root: Path) -> None:
+    """mscclpp's include folder in the directory-wide include_directories(), where sglang
+    had it before set(INCLUDES ...) (e.g. commit 3ec6e094), not in the target's list."""
+
+    def cmake(t: str) -> str:
+        t = t.replace("    ${repo-mscclpp_SOURCE_DIR}/include\n", "", 1)
+        return t.replace(
+            "    ${PROJECT_SOURCE_DIR}/csrc\n)",
+            "    ${PROJECT_SOURCE_DIR}/csrc\n    ${repo-mscclpp_SOURCE_DIR}/include\n)",
+            1,
+        )
+
+    _edit(root / "sgl-kernel/CMakeLists.txt", cmake)
+
+
+NEWER = (url_fetch, dependency_users, new_cmake_file)
 PERTURBATIONS = {
     "move-blocks": move_blocks,
     "join-lines": join_lines,
     "split-lines": split_lines,
     "reformat-schemas": reformat_schemas,
+    "url-fetch": url_fetch,
+    "dependency-users": dependency_users,
+    "new-cmake-file": new_cmake_file,
+    "dir-include": dir_include,
     "all": lambda r: [f(r) for f in (move_blocks, split_lines, reformat_schemas)] and None,
+    "newer": lambda r: [f(r) for f in (*NEWER, move_blocks)] and None,
 }
 
 
@@ -479,9 +578,85 @@ def test_perturbed_upstream_still_gives_the_17(tmp_path: Path, name: str) -> Non
     lin = cmake_probe(tmp_path / "out" / "sgl-kernel", False, RECIPE_DEFINES)
     built = {s for srcs in lin.sources.values() for s in srcs}
     assert all(any(e in s for s in built) for e in EXCLUDED)
+    assert "repo-mscclpp" not in win.fetched and "repo-mscclpp" in lin.fetched
+    assert not any("sage3" in t for t in win.sources)
     again = emit(tmp_path / "again", src=tmp_path / "out", allow=True)
-    assert {o["status"] for o in again.operations} == {"already-applied"}
+    assert statuses(again.operations, optional=name not in SAGE3_HERE) == {"already-applied"}
     assert snapshot(tmp_path / "again") == snapshot(tmp_path / "out")
+
+
+SAGE3_HERE = {"new-cmake-file", "newer"}
+
+
+@needs_cmake
+def test_dependency_users_go_under_its_switch(tmp_path: Path) -> None:
+    """file(READ/WRITE ${repo-mscclpp_SOURCE_DIR}/...) outside the switch would read
+    /CMakeLists.txt on Windows: the mscclpp operation takes both file() commands with it."""
+    src = _copy(tmp_path)
+    dependency_users(src)
+    emit(tmp_path / "out", src=src, allow=True)
+    text = (tmp_path / "out/sgl-kernel/CMakeLists.txt").read_text()
+    for verb in ("READ", "WRITE"):
+        at = text.index(f"file({verb} ${{repo-mscclpp_SOURCE_DIR}}/CMakeLists.txt")
+        before = text[:at].rstrip().splitlines()[-1]
+        assert before.startswith("if(SGL_KERNEL_ENABLE_MSCCLPP)"), before
+    # real CMake, as Windows: the configure reads no file of the absent dependency
+    win = cmake_probe(tmp_path / "out" / "sgl-kernel", True, RECIPE_DEFINES)
+    assert "repo-mscclpp" not in win.fetched
+    # unpatched, the same probe fails on exactly that read once mscclpp is off
+    off = dict(RECIPE_DEFINES, SGL_KERNEL_ENABLE_MSCCLPP="OFF")
+    with pytest.raises(AssertionError, match="file failed to open for reading"):
+        cmake_probe(_unswitched_mscclpp(tmp_path, src), True, off)
+
+
+def _unswitched_mscclpp(tmp_path: Path, src: Path) -> Path:
+    """``src`` with only the fetch of mscclpp under a switch (what wh did before)."""
+    dst = tmp_path / "half"
+    shutil.copytree(src, dst)
+    _edit(
+        dst / "sgl-kernel/CMakeLists.txt",
+        lambda t: re.sub(
+            r"(FetchContent_Declare\(\n    repo-mscclpp.*?\)\n"
+            r"FetchContent_Populate\(repo-mscclpp\)\n)",
+            r"if(SGL_KERNEL_ENABLE_MSCCLPP)\n\1endif()\n",
+            t,
+            flags=re.DOTALL,
+        ),
+    )
+    return dst / "sgl-kernel"
+
+
+def test_other_use_of_a_switched_off_dependency_is_named(tmp_path: Path) -> None:
+    src = _copy(tmp_path)
+    _edit(
+        src / "sgl-kernel/CMakeLists.txt",
+        lambda t: t.replace(
+            "# ccache option\n",
+            "set(MSCCLPP_PY ${repo-mscclpp_SOURCE_DIR}/python)\n\n# ccache option\n",
+        ),
+    )
+    with pytest.raises(BuildError) as err:
+        emit(tmp_path / "out", src=src, allow=True)
+    text = err.value.render()
+    assert "under-switch SGL_KERNEL_ENABLE_MSCCLPP" in text and "not found" in text
+    assert "set(MSCCLPP_PY ${repo-mscclpp_SOURCE_DIR}/python) still uses" in text
+    assert not (tmp_path / "out").exists()
+
+
+def test_new_cmake_file_autotrigger_is_reported_without_its_operation(tmp_path: Path) -> None:
+    """Without the recipe's optional sage3 operation, the new file's auto-trigger is reported
+    although its set(SAGE3_ENABLE ON) is several lines into the branch."""
+    src = _copy(tmp_path)
+    new_cmake_file(src)
+    recipe = _recipe(tmp_path, "optional = true", "optional = true\nskip = 1")
+    recipe_text = Path(recipe).read_text()
+    a = recipe_text.index('switch = "SGL_KERNEL_BUILD_SAGE3"')
+    start = recipe_text.rindex("[[operations]]", 0, a)
+    end = recipe_text.index("[[operations]]", a)
+    Path(recipe).write_text(recipe_text[:start] + recipe_text[end:])
+    report = emit(tmp_path / "out", src=src, allow=True, recipe=recipe)
+    assert [a for a in report.autotriggers if "SAGE3_ENABLE" in a], report.autotriggers
+    assert "cmake/sage3.cmake:" in report.autotriggers[0]
 
 
 # ---------------------------------------------------------------- bad input
@@ -633,7 +808,7 @@ def test_crlf_checkout_pins_the_same_and_keeps_its_line_endings(tmp_path: Path) 
         body = (tmp_path / "out" / rel).read_bytes()
         assert body.count(b"\n") == body.count(b"\r\n") > 0
     again = emit(tmp_path / "again", src=tmp_path / "out", allow=True)
-    assert {o["status"] for o in again.operations} == {"already-applied"}
+    assert statuses(again.operations) == {"already-applied"}
 
 
 def test_cuda_version_decides_what_a_left_trigger_adds(tmp_path: Path) -> None:
