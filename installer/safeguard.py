@@ -255,8 +255,10 @@ def recover_env(python: Path, *, timeout: float | None = None) -> str | None:
         if guard is None:
             return None
         try:
-            return journal.recover_if_needed(prefix)
+            # a writer of the killed install still dying (its parent-death signal is
+            # on the way) is waited for a moment, not taken for a live install
+            return journal.recover_if_needed(prefix, 10.0)
         finally:
             guard.release()
     with envlock.hold(prefix, timeout):
-        return journal.recover_if_needed(prefix)
+        return journal.recover_if_needed(prefix, timeout)

@@ -329,7 +329,7 @@ def do_install(
     prefix = venv_prefix(python) or probe(python, cached=True).prefix
     # reliability: one wh per environment (pid sidecar), finish a killed install first
     with envlock.hold(prefix, lock_timeout, hooks.status):
-        recovered = journal.recover_if_needed(prefix)
+        recovered = journal.recover_if_needed(prefix, lock_timeout, hooks.status)
         if recovered:
             hooks.status(recovered)
         env = probe(python)  # what is installed now that we hold the environment
