@@ -11,7 +11,7 @@ from pathlib import Path
 
 from packaging.utils import NormalizedName
 
-from installer import envlock, journal, verified
+from installer import envlock, journal, reserved, verified
 from installer.cores import usable_cores
 from installer.environment import Environment, probe
 from installer.errors import WhError
@@ -59,10 +59,14 @@ def preflight(
     # speed: one thread. The work is Python-bound (the sglang stack's 182 wheels, page cache
     # emptied: 1.01 s on one thread, 1.09 s on 2, 1.27 s on 8), reading a few KB per wheel.
     read_all = [read(w) for w in wheels]
-    refuse_wheels([(w.name, found) for w, (found, _) in zip(wheels, read_all, strict=True)])
+    layouts = [lay for _, lay in read_all if lay is not None]
+    # security: no wheel writes wh's control files or the environment's own (all at once)
+    refuse_wheels(
+        [(w.name, found) for w, (found, _) in zip(wheels, read_all, strict=True)]
+        + reserved.problems(layouts, schemes.data, schemes)
+    )
     for w in verified_now:
         verified.remember("structure", digests.get(w, ""))
-    layouts = [lay for _, lay in read_all if lay is not None]
     refuse_clashes(clashes(layouts, env.dists, allow_overwrite=allow_overwrite))
     return layouts
 

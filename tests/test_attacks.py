@@ -1,0 +1,277 @@
+"""Hostile wheels and forged files against wh's own machinery, through the real `wh`:
+each refused with its message and exit code, the environment byte-for-byte as before."""
+
+from __future__ import annotations
+
+import json
+import ntpath
+import posixpath
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from installer.reserved import why_reserved
+from tests.envsnap import diff, make_venv, site_packages, snapshot, wh
+from tests.factory import make_wheel
+from tests.hostile import members, with_record, write_zip
+
+
+def evil(house: Path, files: dict[str, bytes], *, entry_points: str = "") -> Path:
+    """``evil 1.0`` with ``files`` (and ``entry_points.txt``), RECORD true to its bytes."""
+    di = "evil-1.0.dist-info"
+    body = {"evil/__init__.py": b"x = 1\n", **files}
+    ms = members(files=body)
+    if entry_points:
+        ms.append((f"{di}/entry_points.txt", entry_points.encode(), 0o644))
+    return write_zip(house / "evil-1.0-py3-none-any.whl", with_record(ms, di))
+
+
+class Env:
+    """A real venv with `base 1.0` installed; each test gets a fresh copy of it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.house = root / "house"
+        make_wheel(self.house, "base", "1.0")
+        self.venv = make_venv(root / "venv")
+        done = self.wh("install", "-r", "base==1.0", "--lockfile", root / "base.toml")
+        assert done.returncode == 0, done.stderr
+        self.before = snapshot(self.venv)
+
+    def wh(self, *args: str | Path, house: Path | None = None) -> subprocess.CompletedProcess[str]:
+        extra: list[str | Path] = []
+        if args[0] in ("install", "lock"):
+            extra = ["--wheelhouse", house or self.house, "--python", self.venv]
+        return wh(*args, *extra, cwd=self.root)
+
+    def install_evil(self, house: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        return self.wh(
+            "install", "-r", "evil", "--lockfile", house / "evil.toml", *extra, house=house
+        )
+
+    def unchanged(self) -> None:
+        assert diff(self.before, snapshot(self.venv)) == []
+        assert not (self.venv / ".wh-journal").exists()
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Env:
+    return Env(tmp_path_factory.mktemp("attacks"))
+
+
+@pytest.fixture
+def env(base: Env, tmp_path: Path) -> Iterator[Env]:
+    """The module's venv, restored after the test (its path is in its scripts)."""
+    saved = tmp_path / "saved"
+    shutil.copytree(base.venv, saved, symlinks=True)
+    yield base
+    shutil.rmtree(base.venv)
+    shutil.copytree(saved, base.venv, symlinks=True)
+
+
+# -- 2. wh's own files and the environment's own files ----------------------------------
+
+RESERVED = [
+    ("evil-1.0.data/data/.wh-journal/journal.json", ".wh-journal", "wh's own control files"),
+    ("evil-1.0.data/data/.wh-journal/backup/0", ".wh-journal", "wh's own control files"),
+    ("evil-1.0.data/data/.wh-install.lock", ".wh-install.lock", "wh's own control files"),
+    ("evil-1.0.data/data/.wh-install.lock.pid", ".wh-install.lock.pid", "wh's own"),
+    ("evil-1.0.data/data/.wh-stage/0/x", ".wh-stage", "wh's own control files"),
+    ("evil-1.0.data/data/.lock", ".lock", "wh's own control files"),
+    ("evil-1.0.data/data/pyvenv.cfg", "pyvenv.cfg", "the environment's own pyvenv.cfg"),
+    ("evil-1.0.data/data/PyVenv.CFG", "PyVenv.CFG", "the environment's own pyvenv.cfg"),
+    ("evil-1.0.data/scripts/activate", "bin/activate", "interpreter link or activation"),
+    ("evil-1.0.data/scripts/Activate.ps1", "bin/Activate.ps1", "interpreter link"),
+    ("evil-1.0.data/scripts/python3", "bin/python3", "interpreter link"),
+    ("evil-1.0.data/scripts/python", "bin/python", "interpreter link"),
+]
+
+
+@pytest.mark.parametrize(("member", "lands", "why"), RESERVED, ids=[r[0][20:] for r in RESERVED])
+def test_a_wheel_writing_a_reserved_path_is_refused(
+    env: Env, tmp_path: Path, member: str, lands: str, why: str
+) -> None:
+    house = tmp_path / "house"
+    evil(house, {member: b"pwned\n"})
+    done = env.install_evil(house)
+    assert done.returncode == 3, done.stderr
+    assert "failed validation; nothing was installed" in done.stderr
+    scheme, _, rel = member.removeprefix("evil-1.0.data/").partition("/")
+    dest = env.venv / ("bin" if scheme == "scripts" else "") / rel
+    assert lands.split("/")[-1] in str(dest)
+    assert f"{member!r} would be installed at {dest}, which" in done.stderr
+    assert why in done.stderr
+    assert "wh never lets a wheel write it" in done.stderr
+    env.unchanged()
+
+
+def test_a_console_script_named_like_the_interpreter_is_refused(env: Env, tmp_path: Path) -> None:
+    house = tmp_path / "house"
+    evil(house, {}, entry_points="[console_scripts]\npython = evil:x\nactivate = evil:x\n")
+    done = env.install_evil(house)
+    assert done.returncode == 3, done.stderr
+    assert (
+        "console script 'python' (entry_points.txt) would be installed at "
+        f"{env.venv / 'bin' / 'python'}" in done.stderr
+    )
+    assert "console script 'activate'" in done.stderr
+    env.unchanged()
+
+
+def test_every_reserved_path_of_every_wheel_is_reported_at_once(env: Env, tmp_path: Path) -> None:
+    house = tmp_path / "house"
+    evil(house, {m: b"x" for m, _, _ in RESERVED[:3]})
+    make_wheel(house, "base", "1.0")
+    done = env.install_evil(house)
+    assert done.returncode == 3, done.stderr
+    for m, _, _ in RESERVED[:3]:
+        assert repr(m) in done.stderr
+    env.unchanged()
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        (r"C:\venv\Scripts\python.exe", "interpreter link"),
+        (r"C:\venv\Scripts\PYTHONW.EXE", "interpreter link"),
+        (r"c:\VENV\scripts\activate.bat", "activation script"),
+        (r"C:\venv\Scripts\Activate.ps1", "activation script"),
+        (r"C:\venv\Scripts\deactivate.bat", "activation script"),
+        (r"C:\venv\pyvenv.cfg", "pyvenv.cfg"),
+        (r"C:\venv\.WH-JOURNAL\journal.json", "control files"),
+        (r"C:\venv\.wh-install.lock", "control files"),
+        (r"C:\venv\Scripts\tool.exe", None),
+        (r"C:\venv\Lib\site-packages\python.py", None),
+        (r"C:\venv\share\pyvenv.cfg", None),
+    ],
+)
+def test_reserved_paths_on_windows(path: str, why: str | None) -> None:
+    """Modelled with ntpath: Windows folds case and uses Scripts\\ and .exe links."""
+    got = why_reserved(path, r"C:\venv", r"C:\venv\Scripts", ntpath)
+    assert (got is None) if why is None else (got is not None and why in got)
+
+
+def test_reserved_paths_on_posix() -> None:
+    got = why_reserved("/v/bin/python3.12", "/v", "/v/bin", posixpath)
+    assert got is not None and "interpreter link" in got
+    assert why_reserved("/v/bin/pythonic-tool", "/v", "/v/bin", posixpath) is None
+    assert why_reserved("/v/bin/mytool", "/v", "/v/bin", posixpath) is None
+    assert (
+        why_reserved("/v/lib/python3.12/site-packages/activate.py", "/v", "/v/bin", posixpath)
+        is None
+    )
+
+
+# -- 2. the journal trusts only what it wrote ------------------------------------------
+
+
+def _forged_journal(venv: Path, record: dict[str, object]) -> Path:
+    jdir = venv / ".wh-journal"
+    (jdir / "backup").mkdir(parents=True)
+    full = {"state": "moved", "pid": 999999, "started": 0.0, "description": "forged",
+            "watched": [], "moves": [], "pruned": [], "format": 1, "writers": []}  # fmt: skip
+    full.update(record)
+    (jdir / "journal.json").write_text(json.dumps(full))
+    return jdir
+
+
+@pytest.mark.parametrize("field", ["watched", "moves", "pruned", "inside-journal", "the-prefix"])
+def test_a_forged_journal_never_touches_anything(env: Env, tmp_path: Path, field: str) -> None:
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "data.txt").write_text("keep me\n")
+    jdir_backup = str(env.venv / ".wh-journal" / "backup")
+    record: dict[str, object] = {
+        "watched": [{"root": str(outside), "existed": True, "entries": []}],
+        "moves": [str(outside / "data.txt")],
+        "pruned": [str(outside / "gone")],
+        "inside-journal": [{"root": jdir_backup, "existed": False, "entries": []}],
+        "the-prefix": [{"root": str(env.venv), "existed": True, "entries": []}],
+    }
+    key = {"inside-journal": "watched", "the-prefix": "watched"}.get(field, field)
+    jdir = _forged_journal(env.venv, {key: record[field]})
+    before = snapshot(env.venv)
+    done = env.wh("recover", "--python", env.venv)
+    assert done.returncode == 7, done.stderr
+    assert "names 1 path(s) wh never journals" in done.stderr
+    assert "it was not written by wh for this environment, and nothing was changed" in done.stderr
+    assert (outside / "data.txt").read_text() == "keep me\n"
+    assert not (outside / "gone").exists()
+    assert diff(before, snapshot(env.venv)) == []
+    assert (jdir / "journal.json").is_file()
+    shutil.rmtree(jdir)
+    env.unchanged()
+
+
+def test_a_symlinked_folder_does_not_lead_a_journal_outside(env: Env, tmp_path: Path) -> None:
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "data.txt").write_text("keep me\n")
+    link = env.venv / "share-link"
+    link.symlink_to(outside)
+    env.before = snapshot(env.venv)
+    try:
+        _forged_journal(
+            env.venv,
+            {"watched": [{"root": str(link / "data.txt"), "existed": False, "entries": []}]},
+        )
+        done = env.wh("recover", "--python", env.venv)
+        assert done.returncode == 7, done.stderr
+        assert (outside / "data.txt").read_text() == "keep me\n"
+        shutil.rmtree(env.venv / ".wh-journal")
+        env.unchanged()
+    finally:
+        link.unlink()
+        env.before = snapshot(env.venv)
+
+
+# -- 1. the next wh never rolls back while a writer of the last install is alive ------
+
+
+def test_recover_refuses_while_a_writer_of_the_install_is_alive(env: Env, tmp_path: Path) -> None:
+    """A journal naming a live writer (here a sleeping process standing in for an
+    orphaned uv): `wh recover` waits, then exits 12; once it is gone, it rolls back."""
+    from installer.lifetime import identity
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        who = identity(sleeper.pid, "uv")
+        stray = site_packages(env.venv) / "half_written"
+        stray.mkdir()
+        (stray / "f.py").write_text("x\n")
+        _forged_journal(
+            env.venv,
+            {
+                "watched": [{"root": str(stray), "existed": False, "entries": []}],
+                "writers": [{"pid": who.pid, "started": who.started, "what": "uv"}],
+            },
+        )
+        busy = env.wh("recover", "--python", env.venv, "--lock-timeout", "0.5")
+        assert busy.returncode == 12, busy.stderr
+        assert (
+            "environment busy: a process of the interrupted install 'forged' is still running"
+            in busy.stderr
+        )
+        assert f"uv (pid {sleeper.pid}) is alive" in busy.stderr
+        assert (stray / "f.py").is_file()  # nothing rolled back under a live writer
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    done = env.wh("recover", "--python", env.venv)
+    assert done.returncode == 0, done.stderr
+    assert "rolled back the interrupted install of forged" in done.stdout
+    env.unchanged()
+
+
+def test_a_recycled_pid_is_not_taken_for_the_writer(env: Env) -> None:
+    """The journal's writer pid now belongs to another process (other start time)."""
+    import os
+
+    _forged_journal(env.venv, {"writers": [{"pid": os.getpid(), "started": "1", "what": "uv"}]})
+    done = env.wh("recover", "--python", env.venv, "--lock-timeout", "0.5")
+    assert done.returncode == 0, done.stderr
+    env.unchanged()
