@@ -579,6 +579,10 @@ def _write_batches(
             for a in batch:
                 mover.move(layouts[a.package.wheel])
         else:
+            # security: the backend starts the target's interpreter (pip runs under it, uv
+            # asks it about itself), which runs the .pth files of the batches before: each
+            # must have passed its member check first
+            check.wait()
             backend.install(
                 python,
                 [a.package.wheel for a in batch],

@@ -407,11 +407,10 @@ def _install_locked(
         safeguard.Checker(env, digests, over) as check,
     ):
         staging.write_plan(plan, env, backend, mode, by_wheel, check, hooks.status, uv_cache)
-        # speed: the environment is probed while the last member checks finish
-        with ThreadPoolExecutor(max_workers=1) as side:
-            after = side.submit(probe, python)
-            check.wait()
-            findings = verify_env(lock, python, before=env, after=after.result())
+        # security: no interpreter of the target starts (its .pth files and sitecustomize
+        # run) before every member check accepted what was written
+        check.wait()
+        findings = verify_env(lock, python, before=env, after=probe(python))
         raise_on_failures(findings)
     return InstallResult(plan, env, findings, False, lock, backend.name)
 

@@ -275,3 +275,57 @@ def test_a_recycled_pid_is_not_taken_for_the_writer(env: Env) -> None:
     done = env.wh("recover", "--python", env.venv, "--lock-timeout", "0.5")
     assert done.returncode == 0, done.stderr
     env.unchanged()
+
+
+# -- 4. a refused wheel's code never runs ---------------------------------------------
+
+
+def _pth_wheel(house: Path, marker: Path, *, record_lies: bool) -> Path:
+    """``evil 1.0`` with ``evil.pth`` and ``sitecustomize.py`` that touch ``marker`` when
+    any interpreter of the environment starts; ``record_lies``: RECORD's hash of
+    ``evil/__init__.py`` is of other bytes of the same length (only the member check of
+    the installed files can tell)."""
+    di = "evil-1.0.dist-info"
+    code = f"import pathlib; pathlib.Path({str(marker)!r}).touch()"
+    body = {
+        "evil/__init__.py": b"x = 1\n",
+        "evil.pth": code.encode() + b"\n",
+        "sitecustomize.py": code.encode() + b"\n",
+    }
+    ms = with_record(members(files=body), di)
+    if record_lies:
+        ms[0] = ("evil/__init__.py", b"x = 2\n", 0o644)
+    return write_zip(house / "evil-1.0-py3-none-any.whl", ms)
+
+
+MODES = {
+    "uv-staged": ("--backend", "uv"),  # two batches: one uv call into the staging folder
+    "pip": ("--backend", "pip"),  # one pip call per batch, each under the target interpreter
+}
+
+
+@pytest.mark.parametrize("mode", [*MODES, "uv-one-batch"])
+def test_a_refused_wheels_pth_never_runs(env: Env, tmp_path: Path, mode: str) -> None:
+    house = tmp_path / "house"
+    marker = tmp_path / "pth-ran"
+    _pth_wheel(house, marker, record_lies=True)
+    make_wheel(house, "app", "1.0", ["evil"])
+    root = "evil" if mode == "uv-one-batch" else "app"
+    args = MODES.get(mode, ("--backend", "uv"))
+    done = env.wh("install", "-r", root, "--lockfile", house / "l.toml", *args, house=house)
+    assert done.returncode == 3, done.stderr
+    assert "RECORD hash mismatch for 'evil/__init__.py'" in done.stderr
+    assert "failed validation; nothing was installed" in done.stderr
+    assert not marker.exists(), "the refused wheel's .pth or sitecustomize ran"
+    env.unchanged()
+
+
+def test_an_accepted_wheels_pth_runs_after_the_checks(env: Env, tmp_path: Path) -> None:
+    """The same wheel with a true RECORD installs, and its .pth then runs (the probe):
+    the test above can fail."""
+    house = tmp_path / "house"
+    marker = tmp_path / "pth-ran"
+    _pth_wheel(house, marker, record_lies=False)
+    done = env.wh("install", "-r", "evil", "--lockfile", house / "l.toml", house=house)
+    assert done.returncode == 0, done.stderr
+    assert marker.exists()
