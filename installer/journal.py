@@ -285,6 +285,13 @@ class Transaction:
             raise
         return txn
 
+    def watch(self, paths: Sequence[Path]) -> None:
+        """Record (and fsync) ``paths`` as new: a rollback, or the next wh, removes them."""
+        with self._lock:
+            more = tuple(Watched(str(p), False, ()) for p in paths)
+            self.record = replace(self.record, watched=(*self.record.watched, *more))
+            _write(self.dir, self.record)
+
     def commit(self) -> None:
         """Mark the install done (the point of no return), then drop the backups."""
         self.mark_committed()
@@ -499,8 +506,9 @@ def transaction(
 
 
 def fault_point(batch: int) -> None:
-    """Test hook: ``WH_TEST_FAULT=N:fail|interrupt|sleep:S`` acts after batch N (1-based;
-    0: a staged install once the backend has written everything, before any move)."""
+    """Test hook: ``WH_TEST_FAULT=N:fail|interrupt|sleep:S|write:PATH`` acts after batch N
+    (1-based; 0: a staged install once the backend has written everything, before any
+    move); ``write`` appends a line to the file at the absolute ``PATH``."""
     spec = os.environ.get("WH_TEST_FAULT", "")
     if not spec:
         return
@@ -511,6 +519,11 @@ def fault_point(batch: int) -> None:
         raise InstallError(f"injected fault after batch {batch} (WH_TEST_FAULT)")
     if action == "interrupt":
         raise KeyboardInterrupt
+    if action.startswith("write:"):  # as if the backend wrote a file nobody predicted
+        path = Path(action.split(":", 1)[1])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as f:
+            f.write(b"written by WH_TEST_FAULT\n")
     if action.startswith("sleep:"):
         print(f"wh-test: sleeping after batch {batch}", file=sys.stderr, flush=True)
         time.sleep(float(action.split(":", 1)[1]))

@@ -362,8 +362,9 @@ def _install_locked(
     link_mode: str | None,
     uv_cache: str,
 ) -> InstallResult:
-    from installer import safeguard, schedule, staging
+    from installer import safeguard, schedule, staging, unpredicted
     from installer.backend import choose
+    from installer.layout import Schemes
     from installer.plan import balanced, make_plan
 
     lock_fits(lock, env)
@@ -402,14 +403,19 @@ def _install_locked(
     # reliability: all-or-nothing; any failure below (verification included) rolls back
     # an allowed overwrite's earlier copy is not checked against its own wheel's RECORD
     over = staging.superseded(by_wheel[a.package.wheel] for a in plan.changes)
+    before = unpredicted.take(Schemes.of(env))
     with (
-        safeguard.all_or_nothing(env, plan, layouts),
+        safeguard.all_or_nothing(env, plan, layouts) as txn,
         safeguard.Checker(env, digests, over) as check,
     ):
         staging.write_plan(plan, env, backend, mode, by_wheel, check, hooks.status, uv_cache)
-        # security: no interpreter of the target starts (its .pth files and sitecustomize
-        # run) before every member check accepted what was written
-        check.wait()
+        # security: nothing the backend wrote is left that no RECORD predicted, and no
+        # interpreter of the target starts (its .pth files and sitecustomize run) before
+        # every member check accepted what was written
+        with ThreadPoolExecutor(max_workers=1) as side:
+            stray = side.submit(unpredicted.find, txn.record, layouts, Schemes.of(env), before)
+            check.wait()
+            unpredicted.refuse(txn, *stray.result())
         findings = verify_env(lock, python, before=env, after=probe(python))
         raise_on_failures(findings)
     return InstallResult(plan, env, findings, False, lock, backend.name)
