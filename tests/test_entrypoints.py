@@ -31,8 +31,8 @@ CASES = {
     "section-spaces": ("[ console_scripts ]\nd1 = m:f\n", [], []),
     "indented-header": ("[console_scripts]\nf1 = m:f\n  [x]\nf2 = m:f\n", ["f1", "f2"], ["f1"]),
     "spaces-in-name": (
-        "[console_scripts]\nrem g1 = m:f\n[gui_scripts]\ng2=m:f\n",
-        None,
+        "[console_scripts]\nrem g1 = m:f\n[console_scripts]\ng2=m:f\n",
+        None,  # uv: "duplicate section at line 3"
         [" g1", "g2"],
     ),
 }
