@@ -86,6 +86,12 @@ def problems(
             for what, path in _paths(lay, schemes)
             if (why := why_reserved(path, prefix, schemes.scripts))
         ]
+        found += [
+            f"console script {s.name!r} (entry_points.txt) would be installed at {s}, "
+            f"outside the scripts folder {schemes.scripts}"
+            for s in lay.scripts
+            if os.path.normpath(s.parent) != os.path.normpath(schemes.scripts)
+        ]
         if found:
             out.append((lay.wheel.name, found))
     return out

@@ -329,3 +329,12 @@ def test_an_accepted_wheels_pth_runs_after_the_checks(env: Env, tmp_path: Path) 
     done = env.wh("install", "-r", "evil", "--lockfile", house / "l.toml", house=house)
     assert done.returncode == 0, done.stderr
     assert marker.exists()
+
+
+def test_a_console_script_name_with_a_path_is_refused(env: Env, tmp_path: Path) -> None:
+    house = tmp_path / "house"
+    evil(house, {}, entry_points="[console_scripts]\n../../evil = evil:x\n")
+    done = env.install_evil(house)
+    assert done.returncode == 3, done.stderr
+    assert "outside the scripts folder" in done.stderr
+    env.unchanged()
