@@ -505,16 +505,19 @@ def transaction(
     txn.finish()
 
 
-def fault_point(batch: int) -> None:
+def fault_point(batch: int | str) -> None:
     """Test hook: ``WH_TEST_FAULT=N:fail|interrupt|sleep:S|write:PATH`` acts after batch N
     (1-based; 0: a staged install once the backend has written everything, before any
-    move); ``write`` appends a line to the file at the absolute ``PATH``."""
-    spec = os.environ.get("WH_TEST_FAULT", "")
-    if not spec:
-        return
-    at, _, action = spec.partition(":")
-    if not at.isdigit() or int(at) != batch:
-        return
+    move; ``hashed``: once the wheels were checked against the lock, before anything else
+    reads them); ``write`` appends a line to the file at the absolute ``PATH``. Several
+    specs are separated by commas."""
+    for spec in os.environ.get("WH_TEST_FAULT", "").split(","):
+        at, _, action = spec.partition(":")
+        if spec and at == str(batch):
+            _fault(batch, action)
+
+
+def _fault(batch: int | str, action: str) -> None:
     if action == "fail":
         raise InstallError(f"injected fault after batch {batch} (WH_TEST_FAULT)")
     if action == "interrupt":

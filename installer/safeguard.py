@@ -11,10 +11,11 @@ from pathlib import Path
 
 from packaging.utils import NormalizedName
 
-from installer import envlock, journal, reserved, verified
+from installer import envlock, fingerprint, journal, reserved, verified
 from installer.cores import usable_cores
 from installer.environment import Environment, probe
-from installer.errors import WhError
+from installer.errors import LockError, WhError
+from installer.fingerprint import Fingerprint
 from installer.hashing import parts
 from installer.layout import Schemes, Target, WheelLayout, layout
 from installer.overwrite import clashes, refuse_clashes
@@ -121,8 +122,10 @@ class Checker:
         env: Environment,
         digests: Mapping[Path, str] | None = None,
         superseded: Mapping[NormalizedName, frozenset[str]] | None = None,
+        wheels: Mapping[Path, Fingerprint | None] | None = None,
     ) -> None:
         self.env = env
+        self.wheels = wheels or {}  # each wheel's identity when its sha256 was checked
         self.scripts = Schemes.of(env).scripts  # real path: made once, not per staged check
         self.digests = digests or {}
         self.superseded = superseded or {}
@@ -212,9 +215,20 @@ class Checker:
             verified.remember("contents", self.digests.get(lay.wheel, ""))
 
     def wait(self) -> None:
+        """Every check submitted passed, and every wheel is still the file that was
+        hashed (``fingerprint``): what the backend read so far is what the lock names."""
         pending, self.pending = self.pending, []
         for f in pending:
             f.result()
+        swapped = fingerprint.changed(self.wheels)
+        if swapped:
+            raise LockError(
+                f"{len(swapped)} wheel(s) changed after their sha256 was checked against the "
+                "lock, while they were being installed; the install was refused",
+                details=[f"{p}: replaced or rewritten since it was hashed" for p in swapped],
+                hint="find what writes the wheelhouse during installs (a sync tool, another "
+                "user), stop it, and install again",
+            )
 
     def __enter__(self) -> Checker:
         return self

@@ -30,6 +30,7 @@ from installer.verify import Finding, closure, protections, run_checks
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from installer.candidates import Pinned
+    from installer.fingerprint import Fingerprint
     from installer.plan import Plan
     from installer.profile import Profile
     from installer.resolve import Resolution
@@ -224,8 +225,11 @@ def check_lock(
     return problems
 
 
-def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> None:
-    """Every wheel exists with the locked size and sha256, before anything changes."""
+def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | None]:
+    """Every wheel exists with the locked size and sha256, before anything changes.
+    Returns each wheel's identity as hashed (``fingerprint``)."""
+    from installer import fingerprint
+
     problems: list[str] = []
     present = []
     for pkg in lockmod.package_list(lock):
@@ -239,10 +243,13 @@ def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> None:
             present.append(pkg)
     # A wheel whose scan-cache digest (same size, mtime_ns, inode as when it was hashed)
     # equals the lock's was hashed by the scan this lock came from: not hashed again.
+    # security: each file's identity before and after its digest is known must agree
+    held = fingerprint.take(p.wheel for p in present)
     digests = known_digests(p.wheel for p in present)
     todo = [p.wheel for p in present if digests.get(p.wheel) != p.sha256]
     hooks.hashing_total(len(todo))
     digests.update(sha256_many(todo, on_done=hooks.hashed))
+    problems += [f"{p.name}: changed while it was being hashed" for p in fingerprint.changed(held)]
     for pkg in present:
         if digests[pkg.wheel] != pkg.sha256:
             problems.append(
@@ -254,6 +261,7 @@ def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> None:
             details=problems,
             hint="restore the exact wheels the lock names, or re-lock with `wh lock`",
         )
+    return held
 
 
 def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
@@ -362,7 +370,7 @@ def _install_locked(
     link_mode: str | None,
     uv_cache: str,
 ) -> InstallResult:
-    from installer import safeguard, schedule, staging, unpredicted
+    from installer import journal, safeguard, schedule, staging, unpredicted
     from installer.backend import choose
     from installer.layout import Schemes
     from installer.plan import balanced, make_plan
@@ -370,7 +378,8 @@ def _install_locked(
     lock_fits(lock, env)
     kept_installed(lock, env)
     hooks.status("checking wheels against the lock")
-    verify_wheels(lock, hooks)
+    held = verify_wheels(lock, hooks)
+    journal.fault_point("hashed")
     plan = make_plan(lock, env.dists, reinstall=reinstall)
     if plan.refusals:
         raise ProtectionError(
@@ -406,7 +415,7 @@ def _install_locked(
     before = unpredicted.take(Schemes.of(env))
     with (
         safeguard.all_or_nothing(env, plan, layouts) as txn,
-        safeguard.Checker(env, digests, over) as check,
+        safeguard.Checker(env, digests, over, held) as check,
     ):
         staging.write_plan(plan, env, backend, mode, by_wheel, check, hooks.status, uv_cache)
         # security: nothing the backend wrote is left that no RECORD predicted, and no

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import ntpath
+import os
 import posixpath
 import shutil
 import subprocess
@@ -269,7 +270,6 @@ def test_recover_refuses_while_a_writer_of_the_install_is_alive(env: Env, tmp_pa
 
 def test_a_recycled_pid_is_not_taken_for_the_writer(env: Env) -> None:
     """The journal's writer pid now belongs to another process (other start time)."""
-    import os
 
     _forged_journal(env.venv, {"writers": [{"pid": os.getpid(), "started": "1", "what": "uv"}]})
     done = env.wh("recover", "--python", env.venv, "--lock-timeout", "0.5")
@@ -338,3 +338,109 @@ def test_a_console_script_name_with_a_path_is_refused(env: Env, tmp_path: Path) 
     assert done.returncode == 3, done.stderr
     assert "outside the scripts folder" in done.stderr
     env.unchanged()
+
+
+# -- 5. the bytes installed are the bytes hashed --------------------------------------
+
+
+def _build(house: Path, value: bytes) -> Path:
+    """A build of ``evil 1.0`` whose module holds ``value``, RECORD true to its bytes."""
+    return write_zip(
+        house / "evil-1.0-py3-none-any.whl",
+        with_record(members(files={"evil/__init__.py": value}), "evil-1.0.dist-info"),
+    )
+
+
+def _install_paused(env: Env, house: Path, faults: str) -> subprocess.Popen[str]:
+
+    log = house / "install.log"
+    full = {**os.environ, "WH_TEST_FAULT": faults, "WH_CACHE_DIR": str(env.root / ".wh-cache")}
+    full.pop("VIRTUAL_ENV", None)
+    with log.open("w") as out:
+        return subprocess.Popen(
+            [str(Path(sys.executable).with_name("wh")), "install", "-r", "app", "--locked",
+             "--wheelhouse", str(house), "--python", str(env.venv), "--lockfile",
+             str(house / "evil.toml")],
+            cwd=env.root, env=full, stdout=out, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+
+
+def _wait_for(log: Path, text: str, proc: subprocess.Popen[str]) -> None:
+    import time
+
+    deadline = time.monotonic() + 60
+    while text not in log.read_text():
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def _swap(wheel: Path, other: Path) -> None:
+    """Replace ``wheel`` by ``other`` (a rename: a new inode under the same name)."""
+    tmp = wheel.with_suffix(".swap")
+    shutil.copyfile(other, tmp)
+    tmp.replace(wheel)
+
+
+@pytest.fixture
+def builds(env: Env, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The wheelhouse with the good build locked and its verdicts remembered (installed
+    once into another venv), and another build of the same name and size."""
+    house = tmp_path / "house"
+    good = _build(house, b"GOOD = 1\n")
+    for n in range(100):  # the swapped-in build has the locked size (deflate varies)
+        bad = _build(tmp_path / "other", f"EVIL = {n}\n".encode())
+        if bad.stat().st_size == good.stat().st_size:
+            break
+    assert good.stat().st_size == bad.stat().st_size
+    make_wheel(house, "app", "1.0", ["evil"])  # two batches: uv stages both wheels at once
+    spare = make_venv(tmp_path / "spare")
+    done = wh("install", "-r", "app", "--wheelhouse", house, "--python", spare,
+              "--lockfile", house / "evil.toml", cwd=env.root)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return house, good, bad
+
+
+def _refused_as_swapped(env: Env, proc: subprocess.Popen[str], log: Path, good: Path) -> None:
+    assert proc.wait(60) == 5, log.read_text()
+    text = log.read_text()
+    assert "1 wheel(s) changed after their sha256 was checked against the lock" in text
+    assert f"{good}: replaced or rewritten since it was hashed" in text
+    assert "the environment was restored to its state before" in text
+    env.unchanged()
+
+
+def test_a_wheel_swapped_after_hashing_is_refused(
+    env: Env, builds: tuple[Path, Path, Path]
+) -> None:
+    house, good, bad = builds
+    proc = _install_paused(env, house, "hashed:sleep:2")
+    _wait_for(house / "install.log", "sleeping after batch hashed", proc)
+    _swap(good, bad)
+    _refused_as_swapped(env, proc, house / "install.log", good)
+
+
+def test_a_swap_undone_before_the_check_is_refused(
+    env: Env, builds: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """Swapped after hashing, then the hashed file put back under its name once uv has
+    read the other build: the name holds the hashed inode again, but its ctime moved."""
+    house, good, bad = builds
+    keep = tmp_path / "kept.whl"
+    os.link(good, keep)  # the hashed inode, to put back
+    proc = _install_paused(env, house, "hashed:sleep:2,0:sleep:2")
+    _wait_for(house / "install.log", "sleeping after batch hashed", proc)
+    _swap(good, bad)
+    _wait_for(house / "install.log", "sleeping after batch 0", proc)
+    keep.replace(good)
+    _refused_as_swapped(env, proc, house / "install.log", good)
+
+
+def test_an_untouched_wheel_installs_with_the_pause(
+    env: Env, builds: tuple[Path, Path, Path]
+) -> None:
+    """The same pauses without a swap install (the tests above can fail)."""
+    house, _good, _bad = builds
+    proc = _install_paused(env, house, "hashed:sleep:0.2")
+    assert proc.wait(60) == 0, (house / "install.log").read_text()
+    assert "GOOD = 1" in (site_packages(env.venv) / "evil" / "__init__.py").read_text()
