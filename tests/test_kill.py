@@ -20,7 +20,9 @@ from installer.wheelwriter import write_wheel
 from tests.envsnap import WH, diff, make_venv, snapshot, wh
 
 N = 5  # packages k1..k5, k(i) requires k(i-1): five install batches
-MOMENTS = 9  # kill moments per signal, spread over one install
+# kill moments per signal, as fractions of one uninterrupted install (the last one after
+# it finished even on a loaded machine)
+MOMENTS = (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.1, 3.0)
 
 
 def _chain(house: Path, version: str) -> None:
@@ -29,9 +31,9 @@ def _chain(house: Path, version: str) -> None:
         name = f"k{k}"
         files = {f"{name}/__init__.py": f"V = {version!r}\n".encode()}
         # incompressible blobs and many small files: uv takes a while to write them
-        for i in range(3):
+        for i in range(2):
             files[f"{name}/blob{i}.bin"] = rng.randbytes(3 << 20)
-        for i in range(150):
+        for i in range(120):
             files[f"{name}/mod/m{i}.py"] = f"X = {i}\n".encode()
         files[f"{name}-{version}.data/data/share/{name}/notes.txt"] = version.encode()
         extra = {"entry_points.txt": f"[console_scripts]\n{name}-cli = {name}:V\n".encode()}
@@ -126,22 +128,27 @@ def test_killing_wh_alone_leaves_the_environment_before_or_installed(
 ) -> None:
     c = campaign
     seen: list[str] = []
-    for i in range(MOMENTS):
+    journaled = 0  # kills that left a journal: they landed while the install wrote
+    for at in MOMENTS:
         c.reset()
         proc = c.start()
-        time.sleep(c.seconds * 1.5 * i / (MOMENTS - 1))
+        time.sleep(c.seconds * at)
         proc.send_signal(sig)
         _out, err = proc.communicate(timeout=60)
         if sig == signal.SIGTERM:
-            # handled like Ctrl-C: wh itself rolled back (or had finished) and left no child;
-            # -15 only when it came before wh set its handler, when nothing had changed
+            # handled like Ctrl-C: wh itself rolled back (or had committed) and left no
+            # child; -15 only when it came before wh set its handler, when nothing changed
             assert proc.returncode in (0, 1, -signal.SIGTERM), err
             assert not (c.venv / ".wh-journal").exists(), err
             assert _writers(c.venv) == []
             if proc.returncode == 1:
                 assert "Aborted" in err, err
-            if proc.returncode != 0:
+            if proc.returncode == -signal.SIGTERM:
                 assert _outcome(c) == "rolled back"
+            if proc.returncode == 1 and _outcome(c) == "rolled back":
+                journaled += 1
+        elif (c.venv / ".wh-journal").exists():
+            journaled += 1
         # the next wh straight away: it must not roll back while a writer still runs
         done = wh("recover", "--python", c.venv, cwd=c.root)
         assert done.returncode == 0, done.stderr
@@ -150,6 +157,6 @@ def test_killing_wh_alone_leaves_the_environment_before_or_installed(
         time.sleep(0.2)  # nothing of the killed install writes afterwards
         assert _outcome(c) == first
         seen.append(first)
-    # the moments cover both outcomes: killed mid-install and after it finished
-    assert "rolled back" in seen and "installed" in seen, (seen, c.seconds)
+    assert journaled >= 2, (seen, c.seconds)  # the moments hit the install mid-way
+    assert "installed" in seen, (seen, c.seconds)
     c.reset()
