@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName
 
-from installer import journal
+from installer import journal, lifetime
 from installer.errors import InstallError
 from installer.layout import Schemes, Target, WheelLayout, inside, key, real
 
@@ -476,6 +476,10 @@ def _stage(
             one(0)
             for call in others:
                 call.result()
+        except BaseException:
+            # Ctrl-C or SIGTERM: the other rounds' uv too, before the pool waits for them
+            lifetime.stop_all()
+            raise
         finally:
             stop.set()
         watcher.result()
