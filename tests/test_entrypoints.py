@@ -142,7 +142,11 @@ def _two_batches(house: Path) -> None:
 
 @pytest.mark.parametrize(
     ("mode", "args"),
-    [("uv-staged", ["--backend", "uv"]), ("pip", ["--backend", "pip"])],
+    [
+        ("uv-staged", ["-r", "high", "--backend", "uv"]),  # one uv call into .wh-stage
+        ("uv-direct", ["-r", "low", "--backend", "uv"]),  # one batch: uv writes in place
+        ("pip", ["-r", "high", "--backend", "pip"]),
+    ],
 )
 @pytest.mark.parametrize("where", ["site-packages/evil.pth", "share/stray/x.txt", "bin/stray"])
 def test_a_file_no_record_predicted_is_refused_and_removed(
@@ -157,7 +161,7 @@ def test_a_file_no_record_predicted_is_refused_and_removed(
     # what the message names: the new entry at the top of its folder
     top = {"site-packages/evil.pth": stray, "bin/stray": stray}.get(where, env.venv / "share")
     assert not os.path.lexists(top)
-    done = wh("install", "-r", "high", "--wheelhouse", house, "--python", env.venv, *args,
+    done = wh("install", "--wheelhouse", house, "--python", env.venv, *args,
               "--lockfile", house / "l.toml", cwd=env.root,
               env={"WH_TEST_FAULT": f"1:write:{stray}"})  # fmt: skip
     assert done.returncode == 7, done.stderr
