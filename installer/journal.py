@@ -502,7 +502,11 @@ def transaction(
                 hint="free disk space or fix permissions, then retry",
             ) from exc
         raise
-    txn.finish()
+    try:
+        txn.finish()
+    except KeyboardInterrupt:  # committed: Ctrl-C or SIGTERM now still drops the journal
+        txn.finish()
+        raise
 
 
 def fault_point(batch: int | str) -> None:
