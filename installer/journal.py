@@ -89,7 +89,9 @@ class Record:
             pruned=tuple(d.get("pruned", ())),
             format=int(d.get("format", FORMAT)),
             writers=tuple(
-                Identity(int(w["pid"]), str(w["started"]), str(w.get("what", "")))
+                Identity(
+                    int(w["pid"]), str(w["started"]), str(w.get("what", "")), bool(w.get("group"))
+                )
                 for w in d.get("writers", ())
             ),
         )

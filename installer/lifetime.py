@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,8 +32,12 @@ from types import FrameType
 
 # The launcher, run with ``python -I -S -c``: PR_SET_PDEATHSIG (1) = SIGKILL, then make sure
 # wh did not die before the call took effect (the parent would then be another process).
+# It also makes the program the leader of a new process group, so what it starts in turn
+# (pip runs the target's interpreter as its child, which the signal does not reach) is
+# found, and killed, through the group.
 LAUNCHER = (
     "import ctypes,os,sys\n"
+    "os.setpgid(0,0)\n"
     "if ctypes.CDLL(None,use_errno=True).prctl(1,9,0,0,0)!=0:\n"
     " sys.exit('wh launcher: prctl(PR_SET_PDEATHSIG) failed: '+os.strerror(ctypes.get_errno()))\n"
     "if os.getppid()!=int(sys.argv[1]):os._exit(137)\n"
@@ -51,6 +56,7 @@ class Identity:
     pid: int
     started: str
     what: str = ""
+    group: bool = False  # the leader of its own process group (started by the launcher)
 
 
 _lock = threading.Lock()
@@ -87,16 +93,50 @@ def _kill0(pid: int) -> str | None:
     return ""
 
 
-def identity(pid: int, what: str = "") -> Identity:
-    return Identity(pid, start_time(pid) or "", what)
+def identity(pid: int, what: str = "", group: bool = False) -> Identity:
+    return Identity(pid, start_time(pid) or "", what, group)
 
 
 def alive(who: Identity) -> bool:
-    """Whether the process the journal recorded still runs (same pid, same start time)."""
+    """Whether the process the journal recorded still runs (same pid, same start time), or
+    for a group leader, any process left in its group (a pid is never reused while a group
+    of that id has members, so they are the writer's descendants)."""
     now = start_time(who.pid)
-    if now is None:
-        return False
-    return not who.started or not now or now == who.started
+    if now is not None:
+        return not who.started or not now or now == who.started
+    return who.group and bool(members(who.pid))
+
+
+def members(group: int) -> list[int]:
+    """The live (not zombie) processes of process group ``group`` (Linux: from /proc)."""
+    out: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] not in ("Z", "X"):
+            out.append(int(name))
+    return out
+
+
+def kill(p: subprocess.Popen[str]) -> None:
+    """Kill ``p`` and, when it leads its own group, everything left in the group."""
+    if isinstance(p.args, list) and LAUNCHER in p.args and hasattr(os, "killpg"):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+            return
+        except OSError:
+            pass
+    if p.poll() is None:
+        p.kill()
 
 
 def wrap(argv: list[str]) -> list[str]:
@@ -116,7 +156,7 @@ def started(p: subprocess.Popen[str], what: str) -> None:
     if sys.platform == "win32":  # pragma: no cover - modelled in tests
         _assign_to_job(p)
     if listeners:
-        who = identity(p.pid, what)
+        who = identity(p.pid, what, isinstance(p.args, list) and LAUNCHER in p.args)
         for tell in listeners:
             tell(who)
 
@@ -131,10 +171,16 @@ def stop_all() -> None:
     with _lock:
         running = list(_live.values())
     for p in running:
-        if p.poll() is None:
-            p.kill()
+        kill(p)
     for p in running:
         p.wait()
+    # what the group leaders started dies too (SIGKILL takes a moment to land)
+    deadline = time.monotonic() + 5
+    left = [p.pid for p in running if isinstance(p.args, list) and LAUNCHER in p.args]
+    while left and time.monotonic() < deadline:
+        left = [g for g in left if members(g)]
+        if left:
+            time.sleep(0.01)
 
 
 @contextmanager

@@ -88,7 +88,7 @@ def run(
             ) from exc
     finally:
         if child.poll() is None:  # interrupted or timed out: nothing of it outlives this
-            child.kill()
+            lifetime.kill(child)
         child.wait()
         lifetime.ended(child)
     done = Completed(argv, child.returncode, stdout, stderr)

@@ -55,6 +55,7 @@ class Campaign:
     before: dict[str, str]
     after: dict[str, str]  # the environment fully installed
     seconds: float  # one uninterrupted install
+    backend: str = "uv"
 
     def reset(self) -> None:
         shutil.rmtree(self.venv)
@@ -65,7 +66,7 @@ class Campaign:
         env.pop("VIRTUAL_ENV", None)
         return subprocess.Popen(
             [str(WH), "install", "-r", "k5==1.0", "--locked", "--lockfile", "k.toml",
-             "--wheelhouse", "house", "--python", str(self.venv)],
+             "--wheelhouse", "house", "--python", str(self.venv), "--backend", self.backend],
             cwd=self.root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True,
         )  # fmt: skip
@@ -86,11 +87,9 @@ def _writers(venv: Path) -> list[str]:
     return out
 
 
-@pytest.fixture(scope="module")
-def campaign(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
+def _campaign(root: Path, backend: str) -> Campaign:
     if not Path("/proc/self/stat").is_file():
         pytest.skip("the kill campaign reads /proc (Linux)")
-    root = tmp_path_factory.mktemp("kill")
     _chain(root / "house", "1.0")
     venv = make_venv(root / "venv")
     pristine = root / "pristine"
@@ -107,10 +106,16 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
         shutil.copytree(pristine, venv, symlinks=True)
         t0 = time.monotonic()
         done = wh("install", "-r", "k5==1.0", "--locked", "--lockfile", "k.toml",
-                  "--wheelhouse", "house", "--python", venv, cwd=root)  # fmt: skip
+                  "--wheelhouse", "house", "--python", venv, "--backend", backend,
+                  cwd=root)  # fmt: skip
         seconds = time.monotonic() - t0
         assert done.returncode == 0, done.stderr
-    return Campaign(root, venv, pristine, before, snapshot(venv), seconds)
+    return Campaign(root, venv, pristine, before, snapshot(venv), seconds, backend)
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> Campaign:
+    return _campaign(tmp_path_factory.mktemp("kill"), "uv")
 
 
 def _outcome(c: Campaign) -> str:
@@ -159,4 +164,36 @@ def test_killing_wh_alone_leaves_the_environment_before_or_installed(
         seen.append(first)
     assert journaled >= 2, (seen, c.seconds)  # the moments hit the install mid-way
     assert "installed" in seen, (seen, c.seconds)
+    c.reset()
+
+
+def _inner_pips(venv: Path) -> set[int]:
+    """The pids of pip running under the venv's interpreter (pip --python's child)."""
+    return {int(line.split(":", 1)[0]) for line in _writers(venv) if "__pip-runner__" in line}
+
+
+def test_killing_wh_alone_during_a_pip_install(tmp_path: Path) -> None:
+    """pip runs the target's interpreter as its child, which the parent-death signal does
+    not reach: wh is killed while that child writes (batch 1, then batch 3); the next wh
+    waits for it (it is in the writer's process group), and the environment still ends
+    as before, with no process left and nothing written afterwards."""
+    c = _campaign(tmp_path, "pip")
+    for batch in (1, 3):
+        c.reset()
+        proc = c.start()
+        seen: set[int] = set()
+        deadline = time.monotonic() + 120
+        while len(seen) < batch:
+            seen |= _inner_pips(c.venv)
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        assert _inner_pips(c.venv), "pip's child outlived wh (what this test is about)"
+        done = wh("recover", "--python", c.venv, cwd=c.root)
+        assert done.returncode == 0, done.stderr
+        assert _writers(c.venv) == []
+        assert _outcome(c) == "rolled back"
+        time.sleep(0.2)
+        assert _outcome(c) == "rolled back"
     c.reset()

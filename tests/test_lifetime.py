@@ -151,3 +151,64 @@ def test_the_job_object_limits_are_laid_out_as_windows_reads_them() -> None:
     info = _EXTENDED.from_buffer_copy(data)
     assert info.BasicLimitInformation.LimitFlags == 0x2000  # KILL_ON_JOB_CLOSE
     assert bytes(data).count(0) == len(data) - 1  # nothing else limited
+
+
+# a writer that starts a child of its own (as pip runs the target's interpreter), prints
+# that grandchild's pid, and sleeps
+SPAWNER = (
+    "import subprocess,sys,time\n"
+    "g = subprocess.Popen(['/bin/sleep', '60'])\n"
+    "print(g.pid, flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+GRANDPARENT = textwrap.dedent(
+    """
+    import sys
+    from installer import lifetime, proc
+    def tell(who):
+        print(who.pid, who.started, int(who.group), flush=True)
+    with lifetime.writers(tell):
+        proc.run([sys.executable, "-c", sys.argv[1]])
+    """
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups via /proc")
+def test_a_writers_own_children_keep_it_alive_after_wh_is_killed() -> None:
+    """pip runs the target's interpreter as its child, which no parent-death signal
+    reaches: while it runs, the writer counts as alive through its process group."""
+    with subprocess.Popen(
+        [sys.executable, "-c", GRANDPARENT, SPAWNER], stdout=subprocess.PIPE, text=True
+    ) as parent:
+        assert parent.stdout is not None
+        pid, started, group = parent.stdout.readline().split()
+        who = lifetime.Identity(int(pid), started, "pip", group == "1")
+        assert who.group
+        deadline = time.monotonic() + 10
+        while not [m for m in lifetime.members(who.pid) if m != who.pid]:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        parent.send_signal(signal.SIGKILL)
+    assert _gone_within(who.pid, 5)  # the writer itself died with wh
+    assert lifetime.alive(who)  # its child did not: the next wh must wait
+    os.killpg(who.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while lifetime.alive(who):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups via /proc")
+def test_stop_all_kills_a_writers_own_children() -> None:
+    with lifetime.writers(lambda who: None):
+        child = subprocess.Popen(
+            lifetime.wrap([sys.executable, "-c", SPAWNER]), stdout=subprocess.PIPE, text=True
+        )
+    with child:
+        lifetime.started(child, "pip")
+        assert child.stdout is not None
+        grandchild = int(child.stdout.readline())
+        lifetime.stop_all()
+        lifetime.ended(child)
+    assert _gone_within(grandchild, 5)
