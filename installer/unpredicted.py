@@ -77,12 +77,14 @@ def _predicted(layouts: Iterable[WheelLayout]) -> set[str]:
 
 
 def _bytecode_of_predicted(k: str, predicted: set[str]) -> bool:
-    """``.../__pycache__/mod.cpython-312.pyc`` of a predicted ``.../mod.py``."""
+    """``.../__pycache__/mod.cpython-312.pyc`` of a predicted ``.../mod.py`` (pip compiles
+    what it installs), or of one already there (pip runs under the target's interpreter,
+    whose start-up imports what its .pth files name, e.g. virtualenv's ``_virtualenv``)."""
     folder, name = os.path.split(k)
     if os.path.basename(folder) != "__pycache__" or not name.endswith(".pyc"):
         return False
-    stem = name.split(".", 1)[0]
-    return os.path.join(os.path.dirname(folder), stem + ".py") in predicted
+    source = os.path.join(os.path.dirname(folder), name.split(".", 1)[0] + ".py")
+    return source in predicted or os.path.isfile(source)
 
 
 def _files_under(root: Path) -> Iterable[Path]:
