@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -127,16 +127,28 @@ def members(group: int) -> list[int]:
     return out
 
 
+def _grouped(p: subprocess.Popen[str]) -> bool:
+    return isinstance(p.args, list) and LAUNCHER in p.args and hasattr(os, "killpg")
+
+
 def kill(p: subprocess.Popen[str]) -> None:
-    """Kill ``p`` and, when it leads its own group, everything left in the group."""
-    if isinstance(p.args, list) and LAUNCHER in p.args and hasattr(os, "killpg"):
-        try:
+    """Kill ``p`` and, when it leads its own group, everything in the group, then wait
+    (up to 5 s) until none of the group runs: a SIGKILL takes a moment to land.
+
+    The group is signalled before ``p`` is reaped (``Popen.kill`` would reap it), so its
+    pid, and with it the group id, cannot have been given to another process."""
+    if not _grouped(p):
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        return
+    if p.returncode is None or members(p.pid):
+        with suppress(OSError):  # nothing left in the group
             os.killpg(p.pid, signal.SIGKILL)
-            return
-        except OSError:
-            pass
-    if p.poll() is None:
-        p.kill()
+    p.wait()
+    deadline = time.monotonic() + 5
+    while members(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def wrap(argv: list[str]) -> list[str]:
@@ -172,15 +184,6 @@ def stop_all() -> None:
         running = list(_live.values())
     for p in running:
         kill(p)
-    for p in running:
-        p.wait()
-    # what the group leaders started dies too (SIGKILL takes a moment to land)
-    deadline = time.monotonic() + 5
-    left = [p.pid for p in running if isinstance(p.args, list) and LAUNCHER in p.args]
-    while left and time.monotonic() < deadline:
-        left = [g for g in left if members(g)]
-        if left:
-            time.sleep(0.01)
 
 
 @contextmanager

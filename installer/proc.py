@@ -87,9 +87,8 @@ def run(
                 details=[display],
             ) from exc
     finally:
-        if child.poll() is None:  # interrupted or timed out: nothing of it outlives this
+        if child.returncode is None:  # interrupted or timed out: nothing of it outlives this
             lifetime.kill(child)
-        child.wait()
         lifetime.ended(child)
     done = Completed(argv, child.returncode, stdout, stderr)
     if done.returncode != 0:
