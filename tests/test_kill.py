@@ -142,14 +142,15 @@ def test_killing_wh_alone_leaves_the_environment_before_or_installed(
         _out, err = proc.communicate(timeout=60)
         if sig == signal.SIGTERM:
             # handled like Ctrl-C: wh itself rolled back (or had committed) and left no
-            # child; -15 only when it came before wh set its handler, when nothing changed
+            # child; -15 only before wh set its handler (nothing changed yet) or once the
+            # install was over (while Python shuts down)
             assert proc.returncode in (0, 1, -signal.SIGTERM), err
             assert not (c.venv / ".wh-journal").exists(), err
             assert _writers(c.venv) == []
             if proc.returncode == 1:
                 assert "Aborted" in err, err
             if proc.returncode == -signal.SIGTERM:
-                assert _outcome(c) == "rolled back"
+                assert _outcome(c) in ("rolled back", "installed")
             if proc.returncode == 1 and _outcome(c) == "rolled back":
                 journaled += 1
         elif (c.venv / ".wh-journal").exists():
