@@ -918,6 +918,9 @@ _refusals()
 
 
 def main() -> None:
+    from installer.lifetime import sigterm_as_interrupt
+
+    sigterm_as_interrupt()  # SIGTERM rolls an install back like Ctrl-C
     cli(prog_name="wh")
 
 

@@ -21,18 +21,29 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from installer.environment import InstalledDist
-from installer.errors import InstallError, WhError
+from installer.errors import EnvironmentLockedError, InstallError, WhError
 from installer.layout import Schemes, WheelLayout, inside, installed_files, key, real
+from installer.lifetime import Identity, alive, identity, stop_all, writers
 
 JOURNAL_DIR = ".wh-journal"
 FORMAT = 1
+# wh's own files and folders at the top of an environment: the journal, the install lock
+# and its pid sidecar, the staging folder (``staging.STAGE_DIR``), uv's lock
+RESERVED_NAMES = (
+    JOURNAL_DIR,
+    ".wh-install.lock",
+    ".wh-install.lock.pid",
+    ".wh-stage",
+    ".lock",
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,9 @@ class Record:
     moves: tuple[str, ...]
     pruned: tuple[str, ...] = ()
     format: int = FORMAT
+    # every process that may write the environment for this install: wh itself, then each
+    # child it started (uv, pip, the interpreter it probes), with its start time
+    writers: tuple[Identity, ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -74,6 +88,12 @@ class Record:
             moves=tuple(d["moves"]),
             pruned=tuple(d.get("pruned", ())),
             format=int(d.get("format", FORMAT)),
+            writers=tuple(
+                Identity(
+                    int(w["pid"]), str(w["started"]), str(w.get("what", "")), bool(w.get("group"))
+                )
+                for w in d.get("writers", ())
+            ),
         )
 
 
@@ -184,6 +204,7 @@ def plan_record(
                     moves.setdefault(key(pyc), pyc)
     return Record(
         state="prepared",
+        writers=(identity(os.getpid(), "wh"),),
         pid=os.getpid(),
         started=time.time(),
         description=description,
@@ -227,6 +248,13 @@ class Transaction:
     def __init__(self, prefix: Path, record: Record) -> None:
         self.dir = journal_dir(prefix)
         self.record = record
+        self._lock = threading.Lock()  # children start on several threads
+
+    def add_writer(self, who: Identity) -> None:
+        """Record (and fsync) one more process that writes the environment."""
+        with self._lock:
+            self.record = replace(self.record, writers=(*self.record.writers, who))
+            _write(self.dir, self.record)
 
     @classmethod
     def begin(cls, prefix: Path, record: Record, keep: Sequence[Path] = ()) -> Transaction:
@@ -259,14 +287,22 @@ class Transaction:
             raise
         return txn
 
+    def watch(self, paths: Sequence[Path]) -> None:
+        """Record (and fsync) ``paths`` as new: a rollback, or the next wh, removes them."""
+        with self._lock:
+            more = tuple(Watched(str(p), False, ()) for p in paths)
+            self.record = replace(self.record, watched=(*self.record.watched, *more))
+            _write(self.dir, self.record)
+
     def commit(self) -> None:
         """Mark the install done (the point of no return), then drop the backups."""
         self.mark_committed()
         self.finish()
 
     def mark_committed(self) -> None:
-        self.record = replace(self.record, state="committed")
-        _write(self.dir, self.record)
+        with self._lock:
+            self.record = replace(self.record, state="committed")
+            _write(self.dir, self.record)
 
     def finish(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -337,10 +373,62 @@ def rollback(jdir: Path, record: Record) -> None:
     shutil.rmtree(jdir, ignore_errors=True)
 
 
-def recover_if_needed(prefix: Path) -> str | None:
+def untrusted(record: Record, prefix: Path) -> list[str]:
+    """The paths of ``record`` that a journal wh wrote for ``prefix`` never holds: outside
+    the environment (after resolving symlinks of their folders), the environment itself,
+    or wh's own files. A rollback acts on none of a journal that has one."""
+    root = real(prefix)
+    own = {key(root / name) for name in RESERVED_NAMES[:3]}  # the rest are watched roots
+    out: list[str] = []
+    named = [("watched", w.root) for w in record.watched]
+    named += [("moved", m) for m in record.moves] + [("pruned", d) for d in record.pruned]
+    for what, raw in named:
+        p = Path(os.path.normpath(raw))
+        where = real(p.parent) / p.name
+        if not p.is_absolute() or not inside(where, root) or key(where) == key(root):
+            out.append(f"{what} path {raw!r} is not inside {root}")
+        elif any(key(where) == k or key(where).startswith(k + os.sep) for k in own):
+            out.append(f"{what} path {raw!r} is one of wh's own files")
+    return out
+
+
+def wait_for_writers(
+    record: Record, timeout: float, on_wait: Callable[[str], None] = lambda _m: None
+) -> None:
+    """Wait up to ``timeout`` s until no process that wrote for ``record`` is alive; raise
+    EnvironmentLockedError (exit 12) if one still is."""
+    deadline = time.monotonic() + timeout
+    told = False
+    while True:
+        live = [w for w in record.writers if w.pid != os.getpid() and alive(w)]
+        if not live or time.monotonic() >= deadline:
+            break
+        if not told:
+            told = True
+            on_wait(
+                "waiting for "
+                + ", ".join(f"{w.what or 'process'} (pid {w.pid})" for w in live)
+                + " of the interrupted install to exit before rolling it back"
+            )
+        time.sleep(0.05)
+    if live:
+        raise EnvironmentLockedError(
+            "environment busy: a process of the interrupted install "
+            f"{record.description!r} is still running; nothing was rolled back",
+            details=[f"{w.what or 'process'} (pid {w.pid}) is alive" for w in live],
+            hint="wait for it to exit (or end it), then run `wh recover --python PATH`; "
+            "`--lock-timeout` says how long wh waits",
+        )
+
+
+def recover_if_needed(
+    prefix: Path, wait: float = 0.0, on_wait: Callable[[str], None] = lambda _m: None
+) -> str | None:
     """Finish what a killed wh left in ``prefix``: roll back, or complete a commit.
 
-    The caller must hold the environment's install lock. Returns what was done, or None.
+    The caller must hold the environment's install lock. A process the journal names as a
+    writer that is still alive is waited for up to ``wait`` s (then: exit 12). A journal
+    naming a path outside the environment is refused. Returns what was done, or None.
     """
     jdir = journal_dir(prefix)
     if not jdir.exists():
@@ -355,6 +443,16 @@ def recover_if_needed(prefix: Path) -> str | None:
     if record is None:  # killed before the journal was written: nothing was moved yet
         shutil.rmtree(jdir, ignore_errors=True)
         return f"removed an empty install journal in {jdir}"
+    bad = untrusted(record, prefix)
+    if bad:
+        raise InstallError(
+            f"the install journal in {jdir} names {len(bad)} path(s) wh never journals; "
+            "it was not written by wh for this environment, and nothing was changed",
+            details=bad,
+            hint=f"inspect {jdir} by hand (its backup/ folder holds moved-aside files), "
+            "then remove it",
+        )
+    wait_for_writers(record, wait, on_wait)
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started))
     if record.state == "committed":
         shutil.rmtree(jdir)
@@ -386,10 +484,12 @@ def transaction(
             hint="close programs using the environment, free disk space, and retry",
         ) from exc
     try:
-        yield txn
+        with writers(txn.add_writer):
+            yield txn
         txn.mark_committed()  # a full disk here still rolls back: all or nothing
     except BaseException as exc:
         try:
+            stop_all()  # no child of this install writes while it is rolled back
             txn.rollback()
         except OSError as rb:
             raise InstallError(
@@ -404,22 +504,35 @@ def transaction(
                 hint="free disk space or fix permissions, then retry",
             ) from exc
         raise
-    txn.finish()
+    try:
+        txn.finish()
+    except KeyboardInterrupt:  # committed: Ctrl-C or SIGTERM now still drops the journal
+        txn.finish()
+        raise
 
 
-def fault_point(batch: int) -> None:
-    """Test hook: ``WH_TEST_FAULT=N:fail|interrupt|sleep:S`` acts after batch N (1-based;
-    0: a staged install once the backend has written everything, before any move)."""
-    spec = os.environ.get("WH_TEST_FAULT", "")
-    if not spec:
-        return
-    at, _, action = spec.partition(":")
-    if not at.isdigit() or int(at) != batch:
-        return
+def fault_point(batch: int | str) -> None:
+    """Test hook: ``WH_TEST_FAULT=N:fail|interrupt|sleep:S|write:PATH`` acts after batch N
+    (1-based; 0: a staged install once the backend has written everything, before any
+    move; ``hashed``: once the wheels were checked against the lock, before anything else
+    reads them); ``write`` appends a line to the file at the absolute ``PATH``. Several
+    specs are separated by commas."""
+    for spec in os.environ.get("WH_TEST_FAULT", "").split(","):
+        at, _, action = spec.partition(":")
+        if spec and at == str(batch):
+            _fault(batch, action)
+
+
+def _fault(batch: int | str, action: str) -> None:
     if action == "fail":
         raise InstallError(f"injected fault after batch {batch} (WH_TEST_FAULT)")
     if action == "interrupt":
         raise KeyboardInterrupt
+    if action.startswith("write:"):  # as if the backend wrote a file nobody predicted
+        path = Path(action.split(":", 1)[1])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as f:
+            f.write(b"written by WH_TEST_FAULT\n")
     if action.startswith("sleep:"):
         print(f"wh-test: sleeping after batch {batch}", file=sys.stderr, flush=True)
         time.sleep(float(action.split(":", 1)[1]))

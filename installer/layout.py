@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from functools import cached_property
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from packaging.utils import NormalizedName, parse_wheel_filename
 
+from installer.entrypoints import script_names
 from installer.environment import Environment, InstalledDist
 from installer.wheelfile import ZipIndex, zip_index
 
@@ -185,22 +185,12 @@ def layout(wheel: Path, schemes: Schemes, index: ZipIndex | None = None) -> Whee
     for extra in GENERATED_DIST_INFO:
         files.append(Target(root, f"{di}/{extra}", ""))
     scripts: list[Path] = []
-    for script in _script_names(entry_points):
-        for suffix in ("", ".exe", "-script.py", ".cmd"):
+    for script in script_names(entry_points):
+        for suffix in ("", ".exe", "-script.py", "-script.pyw", ".cmd"):
             scripts.append(schemes.scripts / (script + suffix))
     data_dir = data_prefix.rstrip("/")
     scratch = tuple(site / data_dir for site in schemes.site_dirs())
     return WheelLayout(name, wheel, tuple(files), tuple(scripts), scratch)
-
-
-def _script_names(entry_points: bytes) -> Iterator[str]:
-    section = ""
-    for raw in entry_points.decode("utf-8", "replace").splitlines():
-        line = raw.strip()
-        if line.startswith("["):
-            section = line.strip("[]").strip()
-        elif "=" in line and section in ("console_scripts", "gui_scripts"):
-            yield line.split("=", 1)[0].strip()
 
 
 def _record_rows(rows: list[list[str]]) -> dict[str, tuple[str, str]]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from installer import lifetime
 from installer.errors import ProcessError
 
 log = logging.getLogger("wh.proc")
@@ -58,17 +59,18 @@ def run(
     argv = tuple(str(a) for a in args)
     display = shown or " ".join(argv)
     log.info("$ %s", display)
+    # every child is tracked until it has exited (``lifetime``): one that may write an
+    # environment dies with wh, and is killed and waited for before a rollback
     try:
-        cp = subprocess.run(
-            argv,
+        child = subprocess.Popen(
+            lifetime.wrap(list(argv)),
             env=dict(env) if env is not None else None,
             cwd=cwd,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             encoding="utf-8",
             errors="replace",
-            timeout=timeout,
-            check=False,
         )
     except OSError as exc:  # missing, not executable (/etc/passwd), not a program
         raise ProcessError(
@@ -76,12 +78,20 @@ def run(
             details=[display],
             hint="check that the program exists and is executable",
         ) from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ProcessError(
-            f"{what or argv[0]} did not finish within {timeout} s",
-            details=[display],
-        ) from exc
-    done = Completed(argv, cp.returncode, cp.stdout, cp.stderr)
+    try:
+        lifetime.started(child, Path(argv[0]).name)
+        try:
+            stdout, stderr = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise ProcessError(
+                f"{what or argv[0]} did not finish within {timeout} s",
+                details=[display],
+            ) from exc
+    finally:
+        if child.returncode is None:  # interrupted or timed out: nothing of it outlives this
+            lifetime.kill(child)
+        lifetime.ended(child)
+    done = Completed(argv, child.returncode, stdout, stderr)
     if done.returncode != 0:
         log.info("exit %d\n%s%s", done.returncode, done.stdout, done.stderr)
     if check and done.returncode != 0:

@@ -11,10 +11,11 @@ from pathlib import Path
 
 from packaging.utils import NormalizedName
 
-from installer import envlock, journal, verified
+from installer import envlock, fingerprint, journal, reserved, verified
 from installer.cores import usable_cores
 from installer.environment import Environment, probe
-from installer.errors import WhError
+from installer.errors import LockError, WhError
+from installer.fingerprint import Fingerprint
 from installer.hashing import parts
 from installer.layout import Schemes, Target, WheelLayout, layout
 from installer.overwrite import clashes, refuse_clashes
@@ -59,10 +60,14 @@ def preflight(
     # speed: one thread. The work is Python-bound (the sglang stack's 182 wheels, page cache
     # emptied: 1.01 s on one thread, 1.09 s on 2, 1.27 s on 8), reading a few KB per wheel.
     read_all = [read(w) for w in wheels]
-    refuse_wheels([(w.name, found) for w, (found, _) in zip(wheels, read_all, strict=True)])
+    layouts = [lay for _, lay in read_all if lay is not None]
+    # security: no wheel writes wh's control files or the environment's own (all at once)
+    refuse_wheels(
+        [(w.name, found) for w, (found, _) in zip(wheels, read_all, strict=True)]
+        + reserved.problems(layouts, schemes.data, schemes)
+    )
     for w in verified_now:
         verified.remember("structure", digests.get(w, ""))
-    layouts = [lay for _, lay in read_all if lay is not None]
     refuse_clashes(clashes(layouts, env.dists, allow_overwrite=allow_overwrite))
     return layouts
 
@@ -117,8 +122,10 @@ class Checker:
         env: Environment,
         digests: Mapping[Path, str] | None = None,
         superseded: Mapping[NormalizedName, frozenset[str]] | None = None,
+        wheels: Mapping[Path, Fingerprint | None] | None = None,
     ) -> None:
         self.env = env
+        self.wheels = wheels or {}  # each wheel's identity when its sha256 was checked
         self.scripts = Schemes.of(env).scripts  # real path: made once, not per staged check
         self.digests = digests or {}
         self.superseded = superseded or {}
@@ -208,9 +215,20 @@ class Checker:
             verified.remember("contents", self.digests.get(lay.wheel, ""))
 
     def wait(self) -> None:
+        """Every check submitted passed, and every wheel is still the file that was
+        hashed (``fingerprint``): what the backend read so far is what the lock names."""
         pending, self.pending = self.pending, []
         for f in pending:
             f.result()
+        swapped = fingerprint.changed(self.wheels)
+        if swapped:
+            raise LockError(
+                f"{len(swapped)} wheel(s) changed after their sha256 was checked against the "
+                "lock, while they were being installed; the install was refused",
+                details=[f"{p}: replaced or rewritten since it was hashed" for p in swapped],
+                hint="find what writes the wheelhouse during installs (a sync tool, another "
+                "user), stop it, and install again",
+            )
 
     def __enter__(self) -> Checker:
         return self
@@ -255,8 +273,10 @@ def recover_env(python: Path, *, timeout: float | None = None) -> str | None:
         if guard is None:
             return None
         try:
-            return journal.recover_if_needed(prefix)
+            # a writer of the killed install still dying (its parent-death signal is
+            # on the way) is waited for a moment, not taken for a live install
+            return journal.recover_if_needed(prefix, 10.0)
         finally:
             guard.release()
     with envlock.hold(prefix, timeout):
-        return journal.recover_if_needed(prefix)
+        return journal.recover_if_needed(prefix, timeout)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName
 
-from installer import journal
+from installer import journal, lifetime
 from installer.errors import InstallError
 from installer.layout import Schemes, Target, WheelLayout, inside, key, real
 
@@ -476,6 +476,10 @@ def _stage(
             one(0)
             for call in others:
                 call.result()
+        except BaseException:
+            # Ctrl-C or SIGTERM: the other rounds' uv too, before the pool waits for them
+            lifetime.stop_all()
+            raise
         finally:
             stop.set()
         watcher.result()
@@ -578,25 +582,31 @@ def _write_batches(
         if mover is not None:
             for a in batch:
                 mover.move(layouts[a.package.wheel])
+            # speed: the batch's files are hashed while the next batch is written
+            check.submit(
+                [
+                    _unchecked(layouts[a.package.wheel], partly)
+                    for a in batch
+                    if a.package.name not in passed
+                ]
+            )
         else:
             # two wheels of one batch writing one file (an allowed overwrite) go in separate
             # calls, the later one last: one call writes both copies in no set order
             reinstall = {a.package.wheel for a in batch if a.kind == "reinstall"}
             for rnd in rounds(layouts[a.package.wheel] for a in batch):
+                # security: the backend starts the target's interpreter (pip runs under it, uv
+                # asks it about itself), which runs the .pth files of the calls before: each
+                # must have passed its member check first
+                check.wait()
                 backend.install(
                     python,
                     [lay.wheel for lay in rnd],
                     link_mode=link_mode,
                     reinstall=any(lay.wheel in reinstall for lay in rnd),
                 )
-        # speed: the batch's files are hashed while the next batch is written
-        check.submit(
-            [
-                _unchecked(layouts[a.package.wheel], partly)
-                for a in batch
-                if a.package.name not in passed
-            ]
-        )
+                # each call's files are checked before the next call starts an interpreter
+                check.submit([_unchecked(lay, partly) for lay in rnd if lay.name not in passed])
         journal.fault_point(i)
 
 

@@ -31,6 +31,7 @@ from installer.verify import Finding, closure, guarded, protections, run_checks,
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from installer.candidates import Pinned
+    from installer.fingerprint import Fingerprint
     from installer.plan import Plan
     from installer.profile import Profile, Protection
     from installer.resolve import Resolution
@@ -318,8 +319,11 @@ def check_lock(
     return problems
 
 
-def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> None:
-    """Every wheel exists with the locked size and sha256, before anything changes."""
+def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | None]:
+    """Every wheel exists with the locked size and sha256, before anything changes.
+    Returns each wheel's identity as hashed (``fingerprint``)."""
+    from installer import fingerprint
+
     problems: list[str] = []
     present = []
     for pkg in lockmod.package_list(lock):
@@ -333,10 +337,13 @@ def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> None:
             present.append(pkg)
     # A wheel whose scan-cache digest (same size, mtime_ns, inode as when it was hashed)
     # equals the lock's was hashed by the scan this lock came from: not hashed again.
+    # security: each file's identity before and after its digest is known must agree
+    held = fingerprint.take(p.wheel for p in present)
     digests = known_digests(p.wheel for p in present)
     todo = [p.wheel for p in present if digests.get(p.wheel) != p.sha256]
     hooks.hashing_total(len(todo))
     digests.update(sha256_many(todo, on_done=hooks.hashed))
+    problems += [f"{p.name}: changed while it was being hashed" for p in fingerprint.changed(held)]
     for pkg in present:
         if digests[pkg.wheel] != pkg.sha256:
             problems.append(
@@ -348,6 +355,7 @@ def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> None:
             details=problems,
             hint="restore the exact wheels the lock names, or re-lock with `wh lock`",
         )
+    return held
 
 
 def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
@@ -429,7 +437,7 @@ def do_install(
     prefix = venv_prefix(python) or probe(python, cached=True).prefix
     # reliability: one wh per environment (pid sidecar), finish a killed install first
     with envlock.hold(prefix, lock_timeout, hooks.status):
-        recovered = journal.recover_if_needed(prefix)
+        recovered = journal.recover_if_needed(prefix, lock_timeout, hooks.status)
         if recovered:
             hooks.status(recovered)
         env = probe(python)  # what is installed now that we hold the environment
@@ -472,14 +480,16 @@ def _install_locked(
     uv_cache: str,
     asked: Asked,
 ) -> InstallResult:
-    from installer import safeguard, schedule, staging
+    from installer import journal, safeguard, schedule, staging, unpredicted
     from installer.backend import choose
+    from installer.layout import Schemes
     from installer.plan import balanced, make_plan
 
     lock_fits(lock, env)
     kept_installed(lock, env)
     hooks.status("checking wheels against the lock")
-    verify_wheels(lock, hooks)
+    held = verify_wheels(lock, hooks)
+    journal.fault_point("hashed")
     plan = make_plan(lock, env.dists, protected=asked.guards, reinstall=reinstall)
     if plan.refusals:
         raise ProtectionError(
@@ -522,16 +532,20 @@ def _install_locked(
     # reliability: all-or-nothing; any failure below (verification included) rolls back
     # an allowed overwrite's earlier copy is not checked against its own wheel's RECORD
     over = staging.superseded(by_wheel[a.package.wheel] for a in plan.changes)
+    before = unpredicted.take(Schemes.of(env))
     with (
-        safeguard.all_or_nothing(env, plan, layouts),
-        safeguard.Checker(env, digests, over) as check,
+        safeguard.all_or_nothing(env, plan, layouts) as txn,
+        safeguard.Checker(env, digests, over, held) as check,
     ):
         staging.write_plan(plan, env, backend, mode, by_wheel, check, hooks.status, uv_cache)
-        # speed: the environment is probed while the last member checks finish
+        # security: nothing the backend wrote is left that no RECORD predicted, and no
+        # interpreter of the target starts (its .pth files and sitecustomize run) before
+        # every member check accepted what was written
         with ThreadPoolExecutor(max_workers=1) as side:
-            after = side.submit(probe, python)
+            stray = side.submit(unpredicted.find, txn.record, layouts, Schemes.of(env), before)
             check.wait()
-            findings = verify_env(lock, python, before=env, after=after.result(), asked=asked)
+            unpredicted.refuse(txn, *stray.result())
+        findings = verify_env(lock, python, before=env, after=probe(python), asked=asked)
         raise_on_failures(findings, installing=True)
     return InstallResult(plan, env, findings, False, lock, backend.name, mode)
 
