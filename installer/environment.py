@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ for d in md.distributions():
         "installer": (d.read_text("INSTALLER") or "").strip(),
     })
 paths = sysconfig.get_paths()
-print(json.dumps({
+answer = json.dumps({
     "executable": sys.executable,
     "version": ".".join(map(str, sys.version_info[:3])),
     "prefix": sys.prefix,
@@ -73,7 +74,11 @@ print(json.dumps({
     "markers": markers.default_environment(),
     "dists": dists,
     "sys_path": [p for p in sys.path if p],
-}))
+})
+# The answer goes to the file wh named, never to stdout: a .pth file may print at start-up
+# (legal), and that output would share the stream with the answer.
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    out.write(answer)
 """
 _PROBE_ID = hashlib.sha256(_PROBE.encode()).hexdigest()[:16]  # a new probe forgets old answers
 
@@ -156,20 +161,37 @@ def probe(python: Path, *, cached: bool = False) -> Environment:
 
 
 def _run_probe(python: Path) -> dict[str, Any]:
+    """Run the probe in ``python``; its answer comes back in a file of its own, so what the
+    interpreter's start-up prints (a ``.pth`` line that runs ``print``) cannot corrupt it."""
     borrowed = str(Path(packaging.__file__).resolve().parent.parent)
+    fd, answer_name = tempfile.mkstemp(prefix="wh-probe-", suffix=".json")
+    os.close(fd)
+    answer = Path(answer_name)
     try:
-        done = proc.run(
-            [python, "-I", "-c", _PROBE, borrowed],
-            what=f"probing {python}",
-            shown=f"{python} -I -c <wh environment probe>",
-        )
-    except ProcessError as exc:
+        try:
+            done = proc.run(
+                [python, "-I", "-c", _PROBE, borrowed, answer],
+                what=f"probing {python}",
+                shown=f"{python} -I -c <wh environment probe>",
+            )
+        except ProcessError as exc:
+            raise TargetError(
+                f"target interpreter {python} could not be probed",
+                details=exc.details,
+                hint="check that it is a working CPython >= 3.8",
+            ) from exc
+        text = answer.read_text(encoding="utf-8")
+    finally:
+        answer.unlink(missing_ok=True)
+    try:
+        data: dict[str, Any] = json.loads(text)
+    except ValueError as exc:
         raise TargetError(
-            f"target interpreter {python} could not be probed",
-            details=exc.details,
-            hint="check that it is a working CPython >= 3.8",
+            f"target interpreter {python} gave no readable probe answer ({exc})",
+            details=[line for line in (done.stdout + done.stderr).splitlines()[-20:] if line],
+            hint="check that it is a working CPython >= 3.8 and that nothing in its "
+            "site-packages replaces the json module",
         ) from exc
-    data: dict[str, Any] = json.loads(done.stdout)
     return data
 
 

@@ -89,6 +89,13 @@ def _hint(
             f"relax the requirement with an override such as --override '{name}=={pin.version}'"
             " if the installed build really works, or remove the protection deliberately"
         )
+    if not index.all_wheels.get(name) and index.excluded.get(name):
+        files = ", ".join(f for f, _r in index.excluded[name])
+        return (
+            f"every wheel of {name} in the wheelhouse was excluded as unusable ({files}, see "
+            "above): replace it with a sound build (wh fetch online, or wh build), then lock "
+            "again; `wh scan --strict` lists every excluded file"
+        )
     if not index.all_wheels.get(name):
         return (
             f"add a wheel of {name} to the wheelhouse (wh fetch online, or wh build for a "

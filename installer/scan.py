@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import NormalizedName, canonicalize_name
+
 from installer.cores import usable_cores
 from installer.errors import WheelhouseError
 from installer.hashing import parallel_map, sha256_file
@@ -29,6 +31,12 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.path.name}: {self.reason}"
 
+    @property
+    def name(self) -> NormalizedName | None:
+        """The distribution the file's name claims (None when even that is unreadable)."""
+        stem = self.path.name.split("-", 1)[0]
+        return canonicalize_name(stem) if stem and "-" in self.path.name else None
+
 
 @dataclass(frozen=True)
 class Wheelhouse:
@@ -37,6 +45,14 @@ class Wheelhouse:
     root: Path
     wheels: tuple[Wheel, ...]
     problems: tuple[Problem, ...]
+
+    def excluded(self) -> dict[NormalizedName, list[tuple[str, str]]]:
+        """The excluded files by the name they claim, each with why it was excluded."""
+        out: dict[NormalizedName, list[tuple[str, str]]] = {}
+        for p in self.problems:
+            if p.name is not None:
+                out.setdefault(p.name, []).append((p.path.name, p.reason))
+        return out
 
 
 def _cache_file(root: Path) -> Path:

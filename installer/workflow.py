@@ -137,6 +137,7 @@ def do_lock(
             prereleases=prereleases,
             on_pin=prehash.start,
             undeclared=[canonicalize_name(e.requirement.name) for e in profile.extras],
+            excluded=wh.excluded(),
         )
         locked_names = set(resolution.packages)
         locked_wheels = [w for w in wh.wheels if w.name in locked_names]

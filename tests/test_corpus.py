@@ -69,10 +69,21 @@ def test_hostile_wheel_is_refused_before_install(env: Env, case: str) -> None:
 def test_unreadable_wheel_is_excluded_by_the_scan(env: Env, case: str) -> None:
     done = env.wh("install", "-r", "evil", "--lockfile", f"{case}.toml", house=CORPUS / case)
     assert done.returncode == 4, done.stderr
+    # the file and the rule that excluded it, never "no wheel named evil" (issue 22, item 10)
+    assert "no wheel named evil" not in done.stderr
+    assert "evil-1.0-py3-none-any.whl: excluded from the wheelhouse by the scan: " in done.stderr
+    reason = done.stderr.split("excluded from the wheelhouse by the scan: ", 1)[1].split("\n")[0]
+    assert reason in scan_reasons(CORPUS / case)
+    assert "every wheel of evil in the wheelhouse was excluded as unusable" in done.stderr
     scan = wh("scan", "--strict", "--wheelhouse", CORPUS / case, cwd=env.root)
     assert scan.returncode == 3
     assert "excluded" in scan.stdout
     env.unchanged()
+
+
+def scan_reasons(house: Path) -> str:
+    """What `wh scan` says of the excluded files (the same words a conflict must use)."""
+    return wh("scan", "--wheelhouse", house, cwd=house).stdout
 
 
 def _lock(env: Env, name: str, *reqs: str) -> Path:
