@@ -130,6 +130,24 @@ def zip_bomb(d: Path) -> Path:
     return _std(d, [*members(), ("evil/zeros.bin", bytes(20 << 20), 0o644)])
 
 
+def metadata_bomb(d: Path) -> Path:
+    """METADATA of 80 MiB (a blank line, then zeros) in ~80 KiB: read whole, as ``wh lock``
+    once did, it takes hundreds of MB; past the 64 MiB bound on a metadata file."""
+    di = "evil-1.0.dist-info"
+    ms = [
+        (n, data + b"\n" + bytes(80 << 20), m) if n == f"{di}/METADATA" else (n, data, m)
+        for n, data, m in members()
+    ]
+    return _std(d, ms)
+
+
+def total_ratio_bomb(d: Path) -> Path:
+    """40 members of 1 MiB of zeros each, every one far below the per-member threshold
+    (16 MiB), 1000:1 together."""
+    zeros = [(f"evil/zeros{i:02}.bin", bytes(1 << 20), 0o644) for i in range(40)]
+    return _std(d, [*members(), *zeros])
+
+
 def two_dist_infos(d: Path) -> Path:
     ms = members()
     ms.append(("other-2.0.dist-info/METADATA", metadata_text("other", "2.0").encode(), 0o644))
@@ -216,6 +234,8 @@ CASES: dict[str, Case] = {
     "nul_byte": Case(nul_byte, "contains a control character", True),
     "symlink": Case(symlink, "symlink entry 'evil/link'", True),
     "zip_bomb": Case(zip_bomb, "(zip bomb?)", True),
+    "metadata_bomb": Case(metadata_bomb, "METADATA' expands", False),
+    "total_ratio_bomb": Case(total_ratio_bomb, "bytes in all, more than 200:1 (zip bomb?)", True),
     "two_dist_infos": Case(two_dist_infos, "expected exactly one .dist-info folder", False),
     "no_dist_info": Case(no_dist_info, "expected exactly one .dist-info folder, found none", False),
     "metadata_mismatch": Case(metadata_mismatch, "METADATA Name 'innocent'", False),
