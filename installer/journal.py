@@ -95,12 +95,14 @@ def _listing(root: Path) -> Watched:
     return Watched(str(root), True, tuple(sorted(entries)))
 
 
-def _watch_root(path: Path, base: Path) -> Path:
-    """Outside the site folders (data, headers): the highest folder the install would
-    create, else the file."""
+def _watch_root(path: Path, limit: Path) -> Path:
+    """Outside the site folders (data, headers, scripts): the highest folder the install
+    would create below ``limit`` (the environment's prefix), else the file. A scheme's own
+    folder may be created too (headers go to ``include/site/pythonX.Y/NAME/``), so the
+    climb goes past it: a rollback then removes every folder the install made."""
     top = path
     for parent in path.parents:
-        if parent == base or not inside(parent, base) or os.path.lexists(parent):
+        if parent == limit or not inside(parent, limit) or os.path.lexists(parent):
             break
         top = parent
     return top
@@ -132,6 +134,7 @@ def plan_record(
 ) -> Record:
     """Everything an install of ``layouts`` (replacing ``replaced``) may touch."""
     roots: dict[str, Path] = {key(r): r for r in extra_roots}
+    limit = real(prefix)
     site_dirs = frozenset(schemes.site_dirs())
     # per (site folder, top-level entry): does it exist now? Files under an absent one
     # cannot exist, so they need no lstat below.
@@ -140,7 +143,7 @@ def plan_record(
         for base, files in lay.runs:
             if base not in site_dirs:
                 for t in files:
-                    r = _watch_root(t.path, base)
+                    r = _watch_root(t.path, limit)
                     roots.setdefault(key(r), r)
                 continue
             here = tops.setdefault(base, {})
@@ -163,7 +166,6 @@ def plan_record(
             kept.append(r)
             kept_keys.add(k)
     moves: dict[str, Path] = {}
-    limit = real(prefix)
     for dist in replaced:
         for owned in installed_files(dist):
             if inside(owned.path, limit) and os.path.lexists(owned.path):
