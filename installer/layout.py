@@ -221,30 +221,77 @@ class Owned:
 
 
 def installed_files(dist: InstalledDist) -> list[Owned]:
-    """The files of an installed distribution per RECORD (paths made absolute and normalised).
+    """The files an installed distribution owns, from every form of installed metadata:
 
-    The dist-info folder's own files are included even when RECORD forgets them.
+    - a dist-info's ``RECORD`` (paths relative to the site folder);
+    - an egg-info's ``installed-files.txt`` (pip's legacy ``setup.py install``; paths
+      relative to the egg-info folder);
+    - where neither exists (conda or Debian packages ship a dist-info without RECORD, an
+      egg-info may have no list), ``top_level.txt``: every file under each top-level
+      package folder, the module ``NAME.py`` and extension modules ``NAME.*.so/.pyd``;
+    - the metadata folder's own files (or the metadata file itself, for an egg-info that
+      is one PKG-INFO file), even when no list names them.
+
+    Paths are made absolute and normalised.
     """
     if dist.dist_info is None:
         return []
     di = real(dist.dist_info)
     site = di.parent
     out: dict[str, Owned] = {}
-    record = di / "RECORD"
-    try:
-        data = record.read_bytes()
-    except OSError:
-        data = b""
-    for row in csv.reader(io.StringIO(data.decode("utf-8", "replace"))):
-        if not row or not row[0]:
-            continue
-        p = Path(os.path.normpath(site / row[0].replace("\\", "/")))
-        out[key(p)] = Owned(p, row[1] if len(row) > 1 else "")
+    if di.is_file():  # an egg-info that is a single PKG-INFO file
+        return [Owned(di, "")]
+    listed = False
+    data = _read_or_none(di / "RECORD")
+    if data is not None:
+        listed = True
+        for row in csv.reader(io.StringIO(data.decode("utf-8", "replace"))):
+            if not row or not row[0]:
+                continue
+            p = Path(os.path.normpath(site / row[0].replace("\\", "/")))
+            out[key(p)] = Owned(p, row[1] if len(row) > 1 else "")
+    data = _read_or_none(di / "installed-files.txt")
+    if data is not None:
+        listed = True
+        for line in data.decode("utf-8", "replace").splitlines():
+            if line.strip():
+                p = Path(os.path.normpath(di / line.strip().replace("\\", "/")))
+                out.setdefault(key(p), Owned(p, ""))
+    if not listed:
+        for p in _top_level_files(di, site):
+            out.setdefault(key(p), Owned(p, ""))
     if di.is_dir():
         for child in di.rglob("*"):
             if child.is_file() or child.is_symlink():
                 out.setdefault(key(child), Owned(child, ""))
     return list(out.values())
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _top_level_files(di: Path, site: Path) -> Iterator[Path]:
+    """The files a distribution without a file list owns by its ``top_level.txt``."""
+    data = _read_or_none(di / "top_level.txt")
+    if data is None:
+        return
+    for line in data.decode("utf-8", "replace").splitlines():
+        top = line.strip().replace("\\", "/")
+        if not top or top.startswith("/") or ".." in top.split("/"):
+            continue
+        folder = site / top
+        if folder.is_dir() and not folder.is_symlink():
+            for child in folder.rglob("*"):
+                if child.is_file() or child.is_symlink():
+                    yield child
+        leaf = folder.name
+        for candidate in folder.parent.glob(f"{leaf}.*"):
+            if candidate.suffix in (".py", ".so", ".pyd") and candidate.is_file():
+                yield candidate
 
 
 def inside(p: Path, root: Path) -> bool:

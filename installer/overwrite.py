@@ -20,10 +20,16 @@ class Clash:
 
     path: str
     writer: NormalizedName
-    owner: NormalizedName
+    owner: NormalizedName | None  # None: the file exists and no known distribution owns it
     owner_is_installed: bool
 
     def describe(self) -> str:
+        if self.owner is None:
+            return (
+                f"{self.writer} would overwrite {self.path}, which exists and which no "
+                "installed distribution owns (no RECORD, installed-files.txt or top_level.txt "
+                "names it)"
+            )
         where = "installed" if self.owner_is_installed else "also in the plan"
         return f"{self.writer} would overwrite {self.path}, owned by {self.owner} ({where})"
 
@@ -40,16 +46,32 @@ def clashes(
     with the same hash on both sides is no clash (pkg_resources-style namespace
     ``__init__.py``). ``allow_overwrite`` names distributions that may overwrite, or be
     overwritten, silently.
+
+    A file that already exists where a wheel writes, and that no installed distribution
+    owns by any form of its metadata (``layout.installed_files``), is a clash too: an
+    unowned ``*.pth`` or module someone put there by hand is not replaced without saying so.
+    Only files under a top-level entry that exists are looked at (a fresh install lstats
+    nothing).
     """
     allowed = {canonicalize_name(n) for n in allow_overwrite}
     changing = {lay.name for lay in layouts}
     owners: dict[str, tuple[NormalizedName, str, bool]] = {}
+    replaced: set[str] = set()  # what the distributions the plan replaces own
     for name, dist in installed.items():
+        files = installed_files(dist)
         if name in changing:
+            replaced.update(key(owned.path) for owned in files)
             continue
-        for owned in installed_files(dist):
+        for owned in files:
             owners.setdefault(key(owned.path), (name, owned.hash, True))
     found: list[Clash] = []
+    for lay in layouts:
+        if lay.name in allowed:
+            continue
+        for path in _existing(lay):
+            k = key(path)
+            if k not in owners and k not in replaced:
+                found.append(Clash(os.path.normpath(path), lay.name, None, True))
     for lay in layouts:
         # the path as text is made only for a clash (60,000 files, a handful of clashes)
         writes: list[tuple[str, Target | Path, str]] = [(t.cmp_key, t, t.hash) for t in lay.files]
@@ -69,10 +91,33 @@ def clashes(
     return found
 
 
+def _existing(lay: WheelLayout) -> list[str]:
+    """The files ``lay`` writes (its own members and its console scripts) that exist now
+    as files."""
+    out: list[str] = []
+    tops: dict[tuple[Path, str], bool] = {}
+    for t in lay.files:
+        if not t.arcname:
+            continue  # a file the backend generates inside the wheel's own dist-info
+        top = (t.base, t.top)
+        if top not in tops:
+            tops[top] = os.path.lexists(t.base / t.top)
+        if tops[top] and _a_file(t.text):
+            out.append(t.text)
+    out += [str(p) for p in lay.scripts if _a_file(str(p))]
+    return out
+
+
+def _a_file(path: str) -> bool:
+    """A file or link at ``path`` (a folder in the way is not replaced: the install fails
+    there and rolls back, as ``test_a_real_write_failure_at_batch_3_rolls_back`` shows)."""
+    return os.path.islink(path) or os.path.isfile(path)
+
+
 def refuse_clashes(found: Sequence[Clash]) -> None:
     if not found:
         return
-    pairs = sorted({(c.writer, c.owner) for c in found})
+    pairs = sorted({(c.writer, c.owner or "") for c in found})
     raise WheelhouseError(
         f"{len(found)} file(s) would be overwritten by another distribution; nothing was installed",
         details=[c.describe() for c in found[:50]]

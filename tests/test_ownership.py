@@ -1,0 +1,112 @@
+"""Who owns an installed file, from every form of installed metadata (RECORD,
+installed-files.txt, top_level.txt), and what happens to a file nobody owns (issue 22,
+item 7): each case through the real `wh install`, exit code, message, environment after."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.envsnap import diff, make_venv, site_packages, snapshot, wh
+from tests.factory import make_wheel
+
+
+def _venv(tmp_path: Path) -> tuple[Path, Path]:
+    venv = make_venv(tmp_path / "venv")
+    return venv, site_packages(venv)
+
+
+def _install(
+    tmp_path: Path, venv: Path, house: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    return wh(
+        "install", "-r", "squatter", "--wheelhouse", house, "--python", venv,
+        "--lockfile", tmp_path / "sq.toml", *extra, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def _egg_info(site: Path) -> None:
+    """pip's legacy `setup.py install`: an egg-info folder listing its files."""
+    (site / "legacy").mkdir()
+    (site / "legacy" / "__init__.py").write_text("LEGACY = 1\n")
+    egg = site / "legacy-1.0-py3.11.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: legacy\nVersion: 1.0\n")
+    (egg / "installed-files.txt").write_text("../legacy/__init__.py\nPKG-INFO\n")
+
+
+def _recordless(site: Path) -> None:
+    """A Debian/conda-style dist-info without RECORD: only top_level.txt says what it has."""
+    (site / "debby").mkdir()
+    (site / "debby" / "core.py").write_text("CORE = 1\n")
+    (site / "debby_ext.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    di = site / "debby-1.0.dist-info"
+    di.mkdir()
+    (di / "METADATA").write_text("Metadata-Version: 2.1\nName: debby\nVersion: 1.0\n")
+    (di / "top_level.txt").write_text("debby\ndebby_ext\n")
+
+
+@pytest.mark.parametrize(
+    ("setup", "path", "owner"),
+    [
+        (_egg_info, "legacy/__init__.py", "legacy"),
+        (_recordless, "debby/core.py", "debby"),
+        (_recordless, "debby_ext.cpython-311-x86_64-linux-gnu.so", "debby"),
+    ],
+)
+def test_files_of_egg_info_and_recordless_distributions_are_owned(
+    tmp_path: Path, setup: Callable[[Path], None], path: str, owner: str
+) -> None:
+    venv, site = _venv(tmp_path)
+    setup(site)
+    house = tmp_path / "house"
+    make_wheel(house, "squatter", "1.0", files={path: b"pwned = True\n"})
+    before = snapshot(venv)
+    done = _install(tmp_path, venv, house)
+    assert done.returncode == 3, done.stderr
+    err = done.stderr
+    assert f"squatter would overwrite {site / path}, owned by {owner} (installed)" in err
+    assert 'allow-overwrite = ["squatter"]' in err
+    assert diff(before, snapshot(venv)) == []
+
+
+def test_a_file_nobody_owns_is_not_replaced_without_saying_so(tmp_path: Path) -> None:
+    """An unowned ``.pth`` (put there by hand): refused naming it; allowed, it is replaced
+    and the rest of site-packages is untouched."""
+    venv, site = _venv(tmp_path)
+    (site / "zz_hook.pth").write_text("import os\n")
+    house = tmp_path / "house"
+    make_wheel(house, "squatter", "1.0", files={"zz_hook.pth": b"/elsewhere\n"})
+    before = snapshot(venv)
+    done = _install(tmp_path, venv, house)
+    assert done.returncode == 3, done.stderr
+    assert (
+        f"squatter would overwrite {site / 'zz_hook.pth'}, which exists and which no installed "
+        "distribution owns"
+    ) in done.stderr
+    assert diff(before, snapshot(venv)) == []
+    ok = _install(tmp_path, venv, house, "--allow-overwrite", "squatter")
+    assert ok.returncode == 0, ok.stderr
+    assert (site / "zz_hook.pth").read_text() == "/elsewhere\n"
+
+
+def test_an_egg_info_distribution_replaced_by_a_wheel_is_moved_aside(tmp_path: Path) -> None:
+    """Upgrading the egg-info ``legacy 1.0`` to a wheel: the files its installed-files.txt
+    lists are replaced (not a clash), and a failure puts every one of them back."""
+    venv, site = _venv(tmp_path)
+    _egg_info(site)
+    house = tmp_path / "house"
+    make_wheel(house, "legacy", "2.0", files={"legacy/__init__.py": b"LEGACY = 2\n"})
+    before = snapshot(venv)
+    args = ("install", "-r", "legacy==2.0", "--wheelhouse", house, "--python", venv)
+    failed = wh(*args, "--lockfile", tmp_path / "l.toml", cwd=tmp_path,
+                env={"WH_TEST_FAULT": "1:fail"})  # fmt: skip
+    assert failed.returncode == 7, failed.stderr
+    assert diff(before, snapshot(venv)) == []
+    done = wh(*args, "--lockfile", tmp_path / "l.toml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (site / "legacy" / "__init__.py").read_text() == "LEGACY = 2\n"
+    assert not (site / "legacy-1.0-py3.11.egg-info").exists()
