@@ -415,6 +415,19 @@ def lock(
     help="Install a `wh bundle` archive or unpacked folder (verified first; implies --locked).",
 )
 @click.option(
+    "--trust",
+    "trust",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="With --bundle: the public key (KEY.pub) of a bundle maker you trust (repeatable); "
+    "the bundle must be signed by one of them.",
+)
+@click.option(
+    "--allow-unsigned",
+    is_flag=True,
+    help="With --bundle: install a bundle no trusted key signed (check its sha256 otherwise).",
+)
+@click.option(
     "--uv-cache",
     type=click.Choice(["auto", "shared", "private"]),
     default="auto",
@@ -432,6 +445,8 @@ def install(
     reinstall: bool,
     lock_timeout: float,
     bundle: Path | None,
+    trust: tuple[Path, ...],
+    allow_unsigned: bool,
     uv_cache: str,
     **kw: Any,
 ) -> None:
@@ -445,6 +460,8 @@ def install(
             "install needs a live interpreter, not a declared target",
             hint="use --python PATH (lock for a declared target with `wh lock`)",
         )
+    if (trust or allow_unsigned) and bundle is None:
+        raise click.UsageError("--trust and --allow-unsigned apply to --bundle only")
     if bundle is not None:
         from installer.bundle import open_bundle
 
@@ -452,6 +469,8 @@ def install(
             bundle,
             on_close=click.get_current_context().call_on_close,
             status=lambda m: None if as_json else click.echo(f"· {m}", err=True),
+            trust=trust,
+            allow_unsigned=allow_unsigned,
         )
         locked = True
     python = kw["python"] or default_python()
@@ -777,12 +796,19 @@ def index_cmd(as_json: bool, verbose: int, wheelhouse: Path) -> None:
     help="Folder with wh's wheel and its dependencies for the target "
     "(default: build wh from its source tree and fetch its dependencies).",
 )
+@click.option(
+    "--sign",
+    "sign_key",
+    type=click.Path(path_type=Path),
+    help="Sign the bundle's manifest with this ed25519 private key (`wh keygen KEY`).",
+)
 def bundle(
     as_json: bool,
     verbose: int,
     wheelhouse: Path,
     output: Path,
     wh_wheels: Path | None,
+    sign_key: Path | None,
     **kw: Any,
 ) -> None:
     """Write one archive to install PROFILE offline: lock, wheels, wh, manifest, scripts."""
@@ -790,7 +816,15 @@ def bundle(
 
     profile = _profile(kw)
     with _hooks(as_json) as hooks:
-        result = make_bundle(profile, wheelhouse, _spec(kw), output, hooks, tool_wheels=wh_wheels)
+        result = make_bundle(
+            profile,
+            wheelhouse,
+            _spec(kw),
+            output,
+            hooks,
+            tool_wheels=wh_wheels,
+            sign_key=sign_key,
+        )
     data = {
         "bundle": str(result.path),
         "lock": result.lock_name,
@@ -799,6 +833,7 @@ def bundle(
         "files": result.files,
         "size": result.size,
         "sha256": result.sha256,
+        "signed_by": result.signed_by,
     }
 
     def text() -> None:
@@ -808,9 +843,29 @@ def bundle(
             f"{result.size:,} bytes"
         )
         click.echo(f"sha256 {result.sha256}  (compare it on the offline machine)")
+        if result.signed_by:
+            click.echo(f"signed by {result.signed_by}: install with --trust KEY.pub")
         click.echo("offline: unpack it, then run install.ps1 (Windows) or install.sh")
 
     _emit(as_json, data, text)
+
+
+@cli.command()
+@common
+@click.argument("key", type=click.Path(path_type=Path))
+def keygen(as_json: bool, verbose: int, key: Path) -> None:
+    """Make an ed25519 key pair for `wh bundle --sign`: KEY (private) and KEY.pub."""
+    from installer.signing import generate
+
+    fp = generate(key)
+    data = {"private_key": str(key), "public_key": f"{key}.pub", "fingerprint": fp}
+    _emit(
+        as_json,
+        data,
+        lambda: click.echo(
+            f"wrote {key} (keep it private) and {key}.pub (give it to whoever installs): {fp}"
+        ),
+    )
 
 
 def main() -> None:
