@@ -220,7 +220,7 @@ def test_bootstrap_installs_offline_in_a_network_namespace(tmp_path: Path) -> No
             str(unpacked / "demo" / "install.sh"),
             str(target),
             "--allow-unsigned",
-        ],  # fmt: skip
+        ],
         env=env,
         capture_output=True,
         text=True,
