@@ -203,7 +203,7 @@ _DIST_FILES = ("METADATA", "PKG-INFO", "RECORD", "INSTALLER", "requires.txt")
 
 def _stat_or_none(path: Path | str) -> list[int] | None:
     try:
-        return stat_key(os.stat(path))
+        return stat_key(os.stat(path), path)
     except OSError:
         return None
 

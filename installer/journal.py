@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from installer import fsretry
 from installer.environment import InstalledDist
 from installer.errors import InstallError, WhError
 from installer.layout import Schemes, WheelLayout, inside, installed_files, key, real
@@ -251,7 +252,7 @@ class Transaction:
             parents: set[Path] = set()
             for i, orig in enumerate(record.moves):
                 src = Path(orig)
-                shutil.move(src, jdir / "backup" / str(i))
+                fsretry.move(src, jdir / "backup" / str(i))
                 parents.add(src.parent)
             pruned = _prune(parents, real(prefix), {key(k) for k in keep})
             txn.record = replace(record, pruned=pruned, state="moved")
@@ -271,7 +272,10 @@ class Transaction:
         _write(self.dir, self.record)
 
     def finish(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        try:
+            fsretry.rmtree(self.dir)
+        except OSError:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def rollback(self) -> None:
         rollback(self.dir, self.record)
@@ -299,9 +303,9 @@ def _prune(parents: set[Path], limit: Path, keep: set[str]) -> tuple[str, ...]:
 
 def _remove(p: Path) -> None:
     if p.is_symlink() or p.is_file():
-        p.unlink()
+        fsretry.unlink(p)
     elif p.is_dir():
-        shutil.rmtree(p)
+        fsretry.rmtree(p)
 
 
 def rollback(jdir: Path, record: Record) -> None:
@@ -320,7 +324,7 @@ def rollback(jdir: Path, record: Record) -> None:
             pre = "" if rel == "." else rel + "/"
             for f in filenames:
                 if pre + f not in before:
-                    (Path(dirpath) / f).unlink()
+                    fsretry.unlink(Path(dirpath) / f)
             for d in dirnames:
                 if pre + d + "/" not in before and os.path.lexists(Path(dirpath) / d):
                     _remove(Path(dirpath) / d)
@@ -334,8 +338,8 @@ def rollback(jdir: Path, record: Record) -> None:
         dst = Path(orig)
         dst.parent.mkdir(parents=True, exist_ok=True)
         if dst.is_dir() and not dst.is_symlink():
-            shutil.rmtree(dst)
-        os.replace(b, dst)
+            fsretry.rmtree(dst)
+        fsretry.replace(b, dst)
     shutil.rmtree(jdir, ignore_errors=True)
 
 

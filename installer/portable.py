@@ -12,9 +12,12 @@ macOS (APFS, HFS+) folds case by default and HFS+ stores names decomposed (NFD).
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
+
+from installer.errors import TargetError
 
 # CON, PRN, AUX, NUL, COM0-9, LPT0-9 (and the superscript digits Windows also reserves),
 # with or without an extension: "aux.py" opens the AUX device.
@@ -79,3 +82,62 @@ def problems(members: Sequence[tuple[str, str]], *, windows: bool) -> list[str]:
             if why:
                 out.append(f"{who}: {path!r}: {why}")
     return out + collisions(members)
+
+
+# -- path lengths on Windows ----------------------------------------------------------------
+
+MAX_PATH = 260  # characters, the terminating NUL included: 259 usable
+# what staging puts between the prefix and a file: "\.wh-stage\N" (N: the staging round),
+# and for the private uv cache "\.wh-stage\.uv-cache\archive-v0\<21-character id>\" in place
+# of the site folder
+_STAGED = len("\\.wh-stage\\99")
+_UNPACKED = len("\\.wh-stage\\.uv-cache\\archive-v0\\") + 21 + 1
+
+
+def long_paths_enabled() -> bool:  # pragma: no cover - Windows only
+    """Whether Windows lets this process use paths past MAX_PATH: the system setting
+    ``LongPathsEnabled`` (python.exe itself is marked long-path aware since 3.6)."""
+    try:
+        import winreg
+
+        with winreg.OpenKey(  # type: ignore[attr-defined,unused-ignore]
+            winreg.HKEY_LOCAL_MACHINE,  # type: ignore[attr-defined,unused-ignore]
+            r"SYSTEM\CurrentControlSet\Control\FileSystem",
+        ) as k:
+            value, _kind = winreg.QueryValueEx(k, "LongPathsEnabled")  # type: ignore[attr-defined,unused-ignore]
+            return bool(value)
+    except OSError:
+        return False
+
+
+def too_long(files: Iterable[tuple[str, str]], prefix: str, limit: int = MAX_PATH) -> list[str]:
+    """Each file (installed path, wheel member) whose path, installed, staged or unpacked
+    into the private uv cache, reaches ``limit`` characters; "" for none."""
+    out: list[str] = []
+    for path, arcname in files:
+        worst = max(len(path) + _STAGED, len(prefix) + _UNPACKED + len(arcname))
+        if worst >= limit:
+            out.append(f"{path} ({worst} characters while staged)")
+    return out
+
+
+def windows_paths_limited() -> bool:
+    """Whether this process runs on Windows with MAX_PATH in force."""
+    return os.name == "nt" and not long_paths_enabled()
+
+
+def refuse_long_paths(files: Iterable[tuple[str, str]], prefix: str) -> None:
+    """Before anything changes: refuse (exit 10) an install whose paths reach MAX_PATH
+    once staged; wh's own file calls are bound by it where uv's are not."""
+    found = too_long(files, prefix)
+    if found:
+        raise TargetError(
+            f"{len(found)} file(s) of this install would have paths of {MAX_PATH} characters "
+            f"or more under {prefix}, which Windows refuses without long paths; nothing was "
+            "installed",
+            details=found[:20] + ([f"... and {len(found) - 20} more"] if len(found) > 20 else []),
+            hint="enable long paths (as administrator: New-ItemProperty -Path "
+            "HKLM:\\SYSTEM\\CurrentControlSet\\Control\\FileSystem -Name LongPathsEnabled "
+            "-Value 1 -PropertyType DWORD -Force, then open a new shell), or use a venv with "
+            "a shorter path, such as C:\\venvs\\ocr",
+        )

@@ -152,7 +152,11 @@ def scan(
     for p in paths:
         hit = cached.get(p.name)
         unhashed = hit is not None and "sha256" not in hit and "meta" in hit
-        if hit is not None and hit.get("stat") == stat_key(stats[p]) and not (hashes and unhashed):
+        if (
+            hit is not None
+            and hit.get("stat") == stat_key(stats[p], p)
+            and not (hashes and unhashed)
+        ):
             entries[p.name] = hit
         else:
             stale.append(p)
@@ -170,7 +174,7 @@ def scan(
                 on_hashed(p)
     for p in stale:
         m, digest, problem = done[p]
-        entry: dict[str, Any] = {"stat": stat_key(stats[p])}
+        entry: dict[str, Any] = {"stat": stat_key(stats[p], p)}
         if isinstance(m, str):
             entry["problem"] = m
         else:
@@ -209,7 +213,7 @@ def scan(
 
 def _stat_and_hash(path: Path) -> tuple[list[int], str]:
     """The file's stat key taken before its bytes are hashed, and its sha256."""
-    before = stat_key(path.stat())
+    before = stat_key(path.stat(), path)
     return before, sha256_file(path)
 
 
@@ -288,7 +292,9 @@ def add_hashes(
             entry = entries.get(path.name)
             before, digest = done[path]
             # only if the file still is what was hashed, and what the entry describes
-            if isinstance(entry, dict) and entry.get("stat") == before == stat_key(path.stat()):
+            if isinstance(entry, dict) and entry.get("stat") == before == stat_key(
+                path.stat(), path
+            ):
                 entry["sha256"] = digest
         _write_cache(cfile, entries)
     return tuple(replace(w, sha256=done[w.path][1]) if w.path in done else w for w in wheels)
@@ -322,7 +328,7 @@ def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
                 st = p.stat()
             except OSError:
                 continue
-            if e.get("stat") == stat_key(st):
+            if e.get("stat") == stat_key(st, p):
                 out[p] = str(e["sha256"])
     return out
 

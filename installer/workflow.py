@@ -389,6 +389,11 @@ def _install_locked(
         allow_overwrite=tuple(lock.tool.get("allow-overwrite", ())),
         digests=digests,
     )
+    from installer import portable
+
+    if portable.windows_paths_limited():  # Windows: MAX_PATH, checked before any change
+        files = ((t.text, t.arcname) for lay in layouts for t in lay.files)
+        portable.refuse_long_paths(files, str(env.prefix))
     by_wheel = {lay.wheel: lay for lay in layouts}
     # speed: regroup the levels so the backend's threads stay busy (dependencies still first)
     weights = {
