@@ -52,6 +52,7 @@ from installer.cores import usable_cores
 from installer.errors import WheelhouseError
 from installer.hashing import fd_digest, file_digest, open_binary, parts
 from installer.layout import Target, WheelLayout
+from installer.portable import fold
 from installer.wheelfile import (
     Wheel,
     WheelProblem,
@@ -192,13 +193,17 @@ def _check(
         for n, count in sorted(Counter(raw_names).items()):
             if count > 1:
                 out.append(f"duplicate entry {n!r} ({count} times)")
-    if len({n.lower() for n in unique}) != len(unique):
+    # one file on Windows and macOS: case variants, and NFC/NFD spellings of one name
+    if len({n.lower() if n.isascii() else fold(n) for n in unique}) != len(unique):
         folded: dict[str, set[str]] = {}
         for n in unique:
-            folded.setdefault(n.lower(), set()).add(n)
+            folded.setdefault(n.lower() if n.isascii() else fold(n), set()).add(n)
         for same in sorted(folded.values(), key=sorted):
             if len(same) > 1:
-                out.append(f"entries differ only in case: {', '.join(sorted(map(repr, same)))}")
+                out.append(
+                    "entries differ only in case or Unicode normalisation: "
+                    f"{', '.join(sorted(map(repr, same)))}"
+                )
     unsafe = unsafe_paths(raw_names)
     links = any(stat.S_ISLNK(m) for m in set(index.modes))
     big = limits.ratio_min_bytes

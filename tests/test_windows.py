@@ -449,3 +449,31 @@ def test_bootstrap_scripts_use_the_bundles_target_python(tmp_path: Path) -> None
     assert 'PYTHON="python$PY_VERSION"' in sh
     done = subprocess.run(["sh", "-n", "-c", sh], check=False)
     assert done.returncode == 0
+
+
+def test_one_wheel_with_nfc_and_nfd_spellings_of_a_name_is_refused(tmp_path: Path) -> None:
+    """Two members macOS (and Windows tools that normalise) store as one file."""
+    from installer.validate import problems
+
+    wheel = make_wheel(
+        tmp_path, "uni", "1.0", files={"uni/caf\u00e9.py": b"1", "uni/cafe\u0301.py": b"2"}
+    )
+    found = problems(wheel, contents=False)
+    assert any("entries differ only in case or Unicode normalisation" in p for p in found), found
+
+
+def test_a_bundle_refuses_a_bomb_among_its_locked_wheels(tmp_path: Path) -> None:
+    """Item 6 on the bundle path: a wheel the scan accepts (no metadata member is big)
+    but that expands 1000:1 in total is refused before the archive is written."""
+    from tests.hostile import total_ratio_bomb
+
+    house = tmp_path / "house"
+    total_ratio_bomb(house)
+    out = tmp_path / "b.zip"
+    profile = Profile(name="b", requirements=(Requirement("evil"),))
+    spec = TargetSpec(platform="win_amd64", python_version="3.12")
+    with pytest.raises(WheelhouseError, match="failed validation") as info:
+        make_bundle(profile, house, spec, out, Hooks(), tool_wheels=_tool(tmp_path))
+    assert any("bytes in all, more than 200:1 (zip bomb?)" in d for d in info.value.details)
+    assert info.value.exit_code == 3
+    assert not out.exists()
