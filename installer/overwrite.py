@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,8 @@ def clashes(
         for owned in files:
             owners.setdefault(key(owned.path), (name, owned.hash, True))
     found: list[Clash] = []
+    if FOLD_NAMES:
+        found += _folded(layouts, owners, allowed)
     for lay in layouts:
         if lay.name in allowed:
             continue
@@ -89,6 +92,41 @@ def clashes(
             path = what.text if isinstance(what, Target) else str(what)
             found.append(Clash(os.path.normpath(path), lay.name, owner, is_installed))
     return found
+
+
+# Windows and macOS filesystems fold case (``key`` already does on Windows) and macOS
+# normalises Unicode: there ``Util.py`` and ``util.py``, or ``café`` in NFC and NFD, are
+# one file, whichever distribution wrote it.
+FOLD_NAMES = sys.platform in ("darwin", "win32")
+
+
+def _folded(
+    layouts: Sequence[WheelLayout],
+    owners: Mapping[str, tuple[NormalizedName, str, bool]],
+    allowed: Collection[str],
+) -> list[Clash]:
+    """Writes that differ from an installed file, or an earlier wheel's, only by case or
+    Unicode normalisation (``portable.fold``), where the filesystem makes them one."""
+    from installer.portable import fold
+
+    seen = {fold(k): (k, name, inst) for k, (name, _d, inst) in owners.items()}
+    out: list[Clash] = []
+    for lay in layouts:
+        writes = [(t.cmp_key, t.text) for t in lay.files] + [(key(p), str(p)) for p in lay.scripts]
+        for k, text in writes:
+            f = fold(k)
+            prev = seen.get(f)
+            if prev is None:
+                seen[f] = (k, lay.name, False)
+            elif (
+                prev[0] != k
+                and prev[1] != lay.name
+                and prev[1] not in allowed
+                and lay.name not in allowed
+            ):
+                path = f"{os.path.normpath(text)} (a case or Unicode variant of {prev[0]})"
+                out.append(Clash(path, lay.name, prev[1], prev[2]))
+    return out
 
 
 def _existing(lay: WheelLayout) -> list[str]:

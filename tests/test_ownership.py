@@ -110,3 +110,36 @@ def test_an_egg_info_distribution_replaced_by_a_wheel_is_moved_aside(tmp_path: P
     assert done.returncode == 0, done.stderr
     assert (site / "legacy" / "__init__.py").read_text() == "LEGACY = 2\n"
     assert not (site / "legacy-1.0-py3.11.egg-info").exists()
+
+
+@pytest.mark.parametrize(
+    ("theirs", "mine"),
+    [("base/Util.py", "base/util.py"), ("base/caf\u00e9.py", "base/cafe\u0301.py")],
+)
+def test_a_case_or_unicode_variant_of_another_distributions_file_is_refused_where_names_fold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, theirs: str, mine: str
+) -> None:
+    """On Windows and macOS ``Util.py`` and ``util.py`` (or NFC and NFD spellings) are one
+    file: modelled on Linux by turning on the folding those filesystems do."""
+    from click.testing import CliRunner
+
+    from installer import overwrite
+    from installer.cli import cli
+
+    venv, _site = _venv(tmp_path)
+    house = tmp_path / "house"
+    make_wheel(house, "base", "1.0", files={"base/__init__.py": b"", theirs: b"1\n"})
+    ok = wh("install", "-r", "base", "--wheelhouse", house, "--python", venv,
+            "--lockfile", tmp_path / "b.toml", cwd=tmp_path)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    make_wheel(house, "squatter", "1.0", files={mine: b"2\n"})
+    before = snapshot(venv)
+    monkeypatch.setattr(overwrite, "FOLD_NAMES", True)
+    args = ["install", "-r", "squatter", "--wheelhouse", str(house), "--python", str(venv)]
+    done = CliRunner().invoke(cli, [*args, "--lockfile", str(tmp_path / "sq.toml")])
+    assert done.exit_code == 3, done.output
+    assert (
+        "(a case or Unicode variant of" in done.output
+        and "owned by base (installed)" in done.output
+    )
+    assert diff(before, snapshot(venv)) == []
