@@ -52,7 +52,7 @@ from installer.cores import usable_cores
 from installer.errors import WheelhouseError
 from installer.hashing import fd_digest, file_digest, open_binary, parts
 from installer.layout import Target, WheelLayout
-from installer.portable import fold
+from installer.portable import fold, windows_problem
 from installer.wheelfile import (
     Wheel,
     WheelProblem,
@@ -69,6 +69,8 @@ _DATA_SCHEMES = ("purelib", "platlib", "scripts", "data", "headers")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # one regex scan: a torch wheel has 40,000 paths
 _CHUNK = 1 << 20
+# installing on Windows: member names are checked against its rules too (installer/portable.py)
+ON_WINDOWS = os.name == "nt"
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,11 @@ def _check(
                     f"{', '.join(sorted(map(repr, same)))}"
                 )
     unsafe = unsafe_paths(raw_names)
+    if ON_WINDOWS:  # names Windows cannot create as written (CON, aux.py, "a:b", "x.")
+        for n in raw_names:
+            why = windows_problem(n)
+            if why and n not in unsafe:
+                unsafe[n] = why
     links = any(stat.S_ISLNK(m) for m in set(index.modes))
     big = limits.ratio_min_bytes
     if unsafe or links or any(size > big for size in index.sizes):

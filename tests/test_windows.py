@@ -477,3 +477,26 @@ def test_a_bundle_refuses_a_bomb_among_its_locked_wheels(tmp_path: Path) -> None
     assert any("bytes in all, more than 200:1 (zip bomb?)" in d for d in info.value.details)
     assert info.value.exit_code == 3
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("member", "why"),
+    [
+        ("winpkg/aux.py", "reserved device name"),
+        ("winpkg/CON", "reserved device name"),
+        ("winpkg/x.", "ends with a dot or a space"),
+        ("winpkg/a:b", "alternate data stream"),
+    ],
+)
+def test_installing_on_windows_refuses_names_it_cannot_create(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, member: str, why: str
+) -> None:
+    """Validation on Windows (modelled: ``validate.ON_WINDOWS``) refuses what the bundle
+    check refuses; elsewhere such a wheel is sound."""
+    from installer import validate
+
+    wheel = make_wheel(tmp_path, "winpkg", "1.0", files={member: b"", "winpkg/__init__.py": b""})
+    assert validate.problems(wheel, contents=False) == []
+    monkeypatch.setattr(validate, "ON_WINDOWS", True)
+    found = validate.problems(wheel, contents=False)
+    assert any(f"unsafe path {member!r}" in p and why in p for p in found), found
