@@ -152,3 +152,27 @@ def test_keygen_never_overwrites_and_trust_needs_a_bundle(tmp_path: Path) -> Non
     assert oct(key.stat().st_mode & 0o777) == "0o600"
     assert (tmp_path / "k.pub").read_text().startswith("ssh-ed25519 ")
     assert MANIFEST == "SHA256SUMS"
+
+
+def test_an_unusable_signing_key_is_refused_before_any_work(tmp_path: Path) -> None:
+    from installer.errors import ProfileError
+
+    junk = tmp_path / "junk"
+    junk.write_text("not a key\n")
+    with pytest.raises(ProfileError, match="is not an ed25519 private key") as info:
+        _bundle(tmp_path, sign=junk)
+    assert info.value.exit_code == 9 and "wh keygen KEY" in info.value.hint
+    assert not (tmp_path / "demo.zip").exists()
+    if shutil.which("ssh-keygen") is None:
+        return
+    locked = tmp_path / "locked"
+    cmd = ["ssh-keygen", "-q", "-t", "ed25519", "-N", "secret", "-f", str(locked)]
+    subprocess.run(cmd, check=True)
+    (tmp_path / "b2").mkdir()
+    (tmp_path / "b3").mkdir()
+    with pytest.raises(ProfileError, match="protected by a passphrase"):
+        _bundle(tmp_path / "b2", sign=locked)
+    rsa = tmp_path / "rsa"
+    subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", rsa], check=True)
+    with pytest.raises(ProfileError, match="not an ed25519 key"):
+        _bundle(tmp_path / "b3", sign=rsa)
