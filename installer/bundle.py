@@ -143,16 +143,17 @@ def check_wheels_for(target: Target, wheels: list[Path]) -> None:
     ``:``, case or NFC/NFD variants of another file, also across wheels)."""
     from installer import portable
     from installer.validate import checked_index, refuse_wheels
-    from installer.wheelfile import zip_index
 
-    refuse_wheels([(w.name, checked_index(w)[1]) for w in wheels])
+    checked = [(w, *checked_index(w)) for w in wheels]
+    refuse_wheels([(w.name, found) for w, _index, found in checked])
     platform = target.markers.get("sys_platform", "")
     if platform not in ("win32", "darwin"):
         return
     members: list[tuple[str, str]] = []
-    for w in wheels:
-        members += [(landing(n), w.name) for n in zip_index(w).names if n[-1:] != "/"]
-    found = portable.problems(members, windows=platform == "win32")
+    for w, index, _found in checked:
+        assert index is not None  # refuse_wheels refused every wheel without one
+        members += [(n, w.name) for n in index.names if n[-1:] != "/"]
+    found = portable.problems(members, windows=platform == "win32", landing=landing)
     if found:
         where = "Windows" if platform == "win32" else "macOS"
         raise WheelhouseError(

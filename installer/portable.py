@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from installer.errors import TargetError
 
@@ -72,16 +72,22 @@ def collisions(owners: Iterable[tuple[str, str]]) -> list[str]:
     return out
 
 
-def problems(members: Sequence[tuple[str, str]], *, windows: bool) -> list[str]:
-    """Every path of ``members`` (path, who writes it) that the target cannot hold: Windows
-    names when ``windows``, and folding collisions either way (Windows and macOS)."""
+def problems(
+    members: Sequence[tuple[str, str]],
+    *,
+    windows: bool,
+    landing: Callable[[str], str] = lambda name: name,
+) -> list[str]:
+    """Every path of ``members`` (archive name, who writes it) that the target cannot hold:
+    Windows names when ``windows`` (of the name as written), and folding collisions either
+    way (Windows and macOS) between the places the names land (``landing``)."""
     out: list[str] = []
     if windows:
         for path, who in members:
             why = windows_problem(path)
             if why:
                 out.append(f"{who}: {path!r}: {why}")
-    return out + collisions(members)
+    return out + collisions((landing(path), who) for path, who in members)
 
 
 # -- path lengths on Windows ----------------------------------------------------------------

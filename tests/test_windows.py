@@ -160,6 +160,35 @@ def test_the_same_wheels_bundle_for_linux(tmp_path: Path) -> None:
     assert out.is_file()
 
 
+REAL_DATA_WHEELS = (  # real wheels whose members sit in .data/ schemes (scripts, data)
+    Path("/opt/pypi/files/jsonpointer-3.1.1-py3-none-any.whl"),
+    Path("/opt/pypi/files/jsonpatch-1.33-py2.py3-none-any.whl"),
+    Path("/opt/pypi/files/jupyterlab_pygments-0.3.0-py3-none-any.whl"),
+)
+
+
+@pytest.mark.skipif(
+    not all(p.is_file() for p in REAL_DATA_WHEELS), reason="needs the real wheels in /opt/pypi"
+)
+def test_real_wheels_with_data_schemes_bundle_for_windows(tmp_path: Path) -> None:
+    """Members under ``NAME.data/scripts`` or ``NAME.data/data`` are checked as written, not
+    as the internal name of where they land (once refused as "'<scripts>' contains '<>'")."""
+    import shutil
+
+    house = tmp_path / "house"
+    house.mkdir()
+    for w in REAL_DATA_WHEELS:
+        shutil.copy(w, house)
+        assert any(".data/" in n for n in zipfile.ZipFile(w).namelist())
+    make_wheel(house, "winpkg", "1.0", files={"winpkg-1.0.data/scripts/winpkg-tool": b"#!python\n"})
+    out = tmp_path / "b.zip"
+    reqs = (Requirement("jsonpatch"), Requirement("jupyterlab-pygments"), Requirement("winpkg"))
+    profile = Profile(name="w", requirements=reqs)
+    spec = TargetSpec(platform="win_amd64", python_version="3.12")
+    make_bundle(profile, house, spec, out, Hooks(), tool_wheels=_tool(tmp_path))
+    assert out.is_file()
+
+
 def test_windows_names_rules() -> None:
     bad = ["CON", "con.txt", "Aux.py", "nul", "COM1.log", "LPT9", "COM\u00b9", "x.", "x ", "a:b"]
     bad += ["a<b", "a|b", "a?b", 'a"b', "a*b"]
