@@ -167,10 +167,11 @@ def plan_record(
             kept.append(r)
             kept_keys.add(k)
     moves: dict[str, Path] = {}
+    limit_key = key(limit)
     for dist in replaced:
         for owned in installed_files(dist):
-            if inside(owned.path, limit) and os.path.lexists(owned.path):
-                moves.setdefault(key(owned.path), owned.path)
+            if _under(owned.key, limit_key) and os.path.lexists(owned.text):
+                moves.setdefault(owned.key, owned.path)
                 for pyc in _pycache_siblings(owned.path):
                     moves.setdefault(key(pyc), pyc)
     for lay in layouts:
@@ -279,6 +280,12 @@ class Transaction:
 
     def rollback(self) -> None:
         rollback(self.dir, self.record)
+
+
+def _under(k: str, root_key: str) -> bool:
+    """``inside`` for two comparison keys (normalised, case-folded where the filesystem is)."""
+    prefix = root_key if root_key.endswith(os.sep) else root_key + os.sep
+    return k == root_key or k.startswith(prefix)
 
 
 def _prune(parents: set[Path], limit: Path, keep: set[str]) -> tuple[str, ...]:

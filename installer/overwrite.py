@@ -61,20 +61,19 @@ def clashes(
     for name, dist in installed.items():
         files = installed_files(dist)
         if name in changing:
-            replaced.update(key(owned.path) for owned in files)
+            replaced.update(owned.key for owned in files)
             continue
         for owned in files:
-            owners.setdefault(key(owned.path), (name, owned.hash, True))
+            owners.setdefault(owned.key, (name, owned.hash, True))
     found: list[Clash] = []
     if FOLD_NAMES:
         found += _folded(layouts, owners, allowed)
     for lay in layouts:
-        if lay.name in allowed:
-            continue
-        for path in _existing(lay):
-            k = key(path)
-            if k not in owners and k not in replaced:
-                found.append(Clash(os.path.normpath(path), lay.name, None, True))
+        if lay.name not in allowed:
+            found += [
+                Clash(os.path.normpath(path), lay.name, None, True)
+                for path in _unowned(lay, owners, replaced)
+            ]
     for lay in layouts:
         # the path as text is made only for a clash (60,000 files, a handful of clashes)
         writes: list[tuple[str, Target | Path, str]] = [(t.cmp_key, t, t.hash) for t in lay.files]
@@ -129,20 +128,24 @@ def _folded(
     return out
 
 
-def _existing(lay: WheelLayout) -> list[str]:
-    """The files ``lay`` writes (its own members and its console scripts) that exist now
-    as files."""
+def _unowned(lay: WheelLayout, owners: Collection[str], replaced: Collection[str]) -> list[str]:
+    """The files ``lay`` writes (its own members and its console scripts) that exist now as
+    files and that no installed distribution owns. Ownership is looked up first, so an
+    upgrade stats only the few files nobody owns (not the 35,000 a reinstall writes)."""
     out: list[str] = []
     tops: dict[tuple[Path, str], bool] = {}
     for t in lay.files:
-        if not t.arcname:
-            continue  # a file the backend generates inside the wheel's own dist-info
+        if not t.arcname or t.cmp_key in owners or t.cmp_key in replaced:
+            continue  # owned, or a file the backend generates inside the wheel's dist-info
         top = (t.base, t.top)
         if top not in tops:
             tops[top] = os.path.lexists(t.base / t.top)
         if tops[top] and _a_file(t.text):
             out.append(t.text)
-    out += [str(p) for p in lay.scripts if _a_file(str(p))]
+    for p in lay.scripts:
+        k = key(p)
+        if k not in owners and k not in replaced and _a_file(str(p)):
+            out.append(str(p))
     return out
 
 
