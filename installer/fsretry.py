@@ -64,11 +64,20 @@ def unlink(path: str | Path) -> None:
     def go() -> None:
         try:
             os.unlink(path)
-        except PermissionError:
+        except PermissionError as exc:
+            if not _windows_error(exc):
+                raise  # POSIX: the folder's permissions decide; the file's mode stays as it is
             _writable(path)
             os.unlink(path)
 
     retried(go)
+
+
+def _windows_error(exc: BaseException) -> bool:
+    """An error that came from a Windows call (only those carry ``winerror``): there a
+    denied delete may be the read-only flag, which clearing fixes. A POSIX EACCES comes
+    from the folder's permissions, and chmod of the file would only change the file."""
+    return getattr(exc, "winerror", None) is not None
 
 
 def _writable(path: str | Path) -> None:
@@ -78,7 +87,7 @@ def _writable(path: str | Path) -> None:
 
 def _on_error(func: Callable[..., Any], path: str, exc: BaseException) -> None:
     """rmtree's handler: clear the read-only flag, wait out a transient lock, try again."""
-    if not isinstance(exc, PermissionError):
+    if not isinstance(exc, PermissionError) or not _windows_error(exc):
         raise exc
     _writable(path)
     retried(lambda: func(path))

@@ -283,6 +283,29 @@ def test_rmtree_clears_the_read_only_flag(tmp_path: Path, monkeypatch: pytest.Mo
     assert not tree.exists()
 
 
+def test_a_posix_permission_error_changes_no_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clearing the read-only flag is Windows' fix only: a POSIX EACCES (no ``winerror``)
+    goes up at once and leaves the file's mode as it was (once chmod'ed to 0600)."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    f = tree / "tool.sh"
+    f.write_text("#!/bin/sh\n")
+    f.chmod(0o755)
+
+    def denied(path: Any, *, dir_fd: int | None = None) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(os, "unlink", denied)
+    monkeypatch.setattr(fsretry, "sleep", lambda s: pytest.fail("retried a POSIX error"))
+    with pytest.raises(PermissionError):
+        fsretry.unlink(f)
+    with pytest.raises(PermissionError):
+        fsretry.rmtree(tree)
+    assert stat.S_IMODE(f.stat().st_mode) == 0o755
+
+
 def test_a_staged_move_survives_a_sharing_violation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
