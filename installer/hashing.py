@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from installer.cores import usable_cores
 
@@ -41,52 +40,10 @@ def open_binary(path: Path | str) -> int:
     if os.name == "nt":  # pragma: no cover - Windows only; modelled by test_windows
         import msvcrt
 
-        return open_shared(str(path), _kernel32(), msvcrt)
+        from installer import win32
+
+        return win32.open_shared(str(path), win32.kernel32(), msvcrt)
     return os.open(path, os.O_RDONLY | _BINARY)
-
-
-GENERIC_READ = 0x80000000
-FILE_SHARE_ALL = 0x1 | 0x2 | 0x4  # READ | WRITE | DELETE
-OPEN_EXISTING = 3
-FILE_FLAG_SEQUENTIAL_SCAN = 0x08000000
-_INVALID_HANDLE = (-1, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
-
-
-@functools.cache
-def _kernel32() -> Any:  # pragma: no cover - Windows only
-    """kernel32 with CreateFileW typed so that a 64-bit HANDLE is not cut to an int."""
-    import ctypes
-    from ctypes import wintypes
-
-    k = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined,unused-ignore]
-    k.CreateFileW.restype = ctypes.c_void_p
-    k.CreateFileW.argtypes = [
-        wintypes.LPCWSTR,
-        wintypes.DWORD,
-        wintypes.DWORD,
-        ctypes.c_void_p,
-        wintypes.DWORD,
-        wintypes.DWORD,
-        wintypes.HANDLE,
-    ]
-    k.CloseHandle.argtypes = [wintypes.HANDLE]
-    return k
-
-
-def open_shared(path: str, kernel32: Any, msvcrt: Any) -> int:
-    """``CreateFileW`` with every share mode, as a C runtime descriptor (``kernel32`` and
-    ``msvcrt`` are passed in so that tests can stand in for Windows)."""
-    handle = kernel32.CreateFileW(
-        path, GENERIC_READ, FILE_SHARE_ALL, None, OPEN_EXISTING, FILE_FLAG_SEQUENTIAL_SCAN, None
-    )
-    if handle in _INVALID_HANDLE or handle is None:
-        code = kernel32.GetLastError()
-        raise OSError(0, f"cannot open {path} (WinError {code})", path, code)
-    try:
-        return int(msvcrt.open_osfhandle(handle, os.O_RDONLY | _BINARY))
-    except OSError:
-        kernel32.CloseHandle(handle)
-        raise
 
 
 def fd_digest(fd: int, algo: str = "sha256") -> tuple[bytes, int]:

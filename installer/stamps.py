@@ -53,30 +53,9 @@ def windows_key(
 
 
 def _ntfs_change_time(path: str | os.PathLike[str]) -> int | None:  # pragma: no cover
-    """FILE_BASIC_INFO.ChangeTime (100 ns units) of ``path``, or None."""
-    import ctypes
-    from ctypes import wintypes
+    from installer import win32
 
-    k = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined,unused-ignore]
-    k.CreateFileW.restype = ctypes.c_void_p
-    k.CreateFileW.argtypes = [
-        wintypes.LPCWSTR,
-        wintypes.DWORD,
-        wintypes.DWORD,
-        ctypes.c_void_p,
-        wintypes.DWORD,
-        wintypes.DWORD,
-        wintypes.HANDLE,
-    ]
-    handle = k.CreateFileW(os.fspath(path), 0x80, 0x7, None, 3, 0x02000000, None)
-    if handle in (None, ctypes.c_void_p(-1).value):
-        return None
-    try:
-        info = (ctypes.c_longlong * 5)()  # creation, access, write, change, attributes
-        ok = k.GetFileInformationByHandleEx(ctypes.c_void_p(handle), 0, info, 40)
-        return int(info[3]) if ok else None
-    finally:
-        k.CloseHandle(ctypes.c_void_p(handle))
+    return win32.change_time(os.fspath(path), win32.kernel32())
 
 
 def write_json(path: Path, data: Any) -> None:

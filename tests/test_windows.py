@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 from packaging.requirements import Requirement
 
-from installer import __version__, backend, fsretry, hashing, portable, stamps
+from installer import __version__, backend, fsretry, portable, stamps, win32
 from installer.bundle import extract, make_bundle
 from installer.cli import cli
 from installer.errors import LockError, WheelhouseError
@@ -363,16 +363,16 @@ def test_hashing_opens_files_that_their_links_can_still_be_moved() -> None:
     """A rename of any hardlink of a file fails on Windows while a handle opened without
     FILE_SHARE_DELETE is open (os.open leaves it out): wh opens with every share mode."""
     k = _Kernel32(0x1234)
-    assert hashing.open_shared(r"C:\v\.wh-stage\x.so", k, _Msvcrt()) == 7
+    assert win32.open_shared(r"C:\v\.wh-stage\x.so", k, _Msvcrt()) == 7
     (_path, access, share, _sec, disposition, _flags, _tmpl) = k.calls[0]
     assert share & 0x4 and share & 0x1 and share & 0x2  # DELETE, READ, WRITE
-    assert access == hashing.GENERIC_READ and disposition == hashing.OPEN_EXISTING
+    assert access == win32.GENERIC_READ and disposition == win32.OPEN_EXISTING
     bad = _Kernel32(0xFFFFFFFFFFFFFFFF)  # INVALID_HANDLE_VALUE
     with pytest.raises(OSError, match="WinError 32"):
-        hashing.open_shared(r"C:\v\x.so", bad, _Msvcrt())
+        win32.open_shared(r"C:\v\x.so", bad, _Msvcrt())
     leak = _Kernel32(0x99)
     with pytest.raises(OSError):
-        hashing.open_shared(r"C:\v\x.so", leak, _Msvcrt(fail=True))
+        win32.open_shared(r"C:\v\x.so", leak, _Msvcrt(fail=True))
     assert leak.closed == [0x99]  # the handle is not leaked
 
 
@@ -476,6 +476,37 @@ def test_the_windows_stat_key_uses_the_ntfs_change_time(tmp_path: Path) -> None:
     assert first == [st.st_size, st.st_mtime_ns, st.st_ino, 111]  # no st_ctime (creation)
     unknown = stamps.windows_key(st, f, lambda p: None)
     assert unknown != stamps.windows_key(st, f, lambda p: None)
+
+
+class _BasicInfoKernel32(_Kernel32):
+    """kernel32 whose GetFileInformationByHandleEx fills FILE_BASIC_INFO as NTFS does."""
+
+    def __init__(self, handle: int, change: int | None) -> None:
+        super().__init__(handle)
+        self.change = change
+        self.queries: list[tuple[Any, ...]] = []
+
+    def GetFileInformationByHandleEx(self, handle: Any, cls: int, buf: Any, size: int) -> int:
+        self.queries.append((handle, cls, size))
+        if self.change is None:
+            return 0
+        buf[0], buf[1], buf[2], buf[3], buf[4] = 10, 20, 30, self.change, 0x20
+        return 1
+
+
+def test_the_ntfs_change_time_is_read_without_keeping_anyone_out() -> None:
+    """What ``stat_key`` calls on Windows: FILE_BASIC_INFO's ChangeTime (the 4th field),
+    through a handle opened for attributes only, with every share mode, and closed."""
+    k = _BasicInfoKernel32(0x42, change=133_000_000_000_000_001)
+    assert win32.change_time(r"C:\house\a.whl", k) == 133_000_000_000_000_001
+    (_path, access, share, _sec, disposition, _flags, _tmpl) = k.calls[0]
+    assert access == win32.FILE_READ_ATTRIBUTES and share == win32.FILE_SHARE_ALL
+    assert disposition == win32.OPEN_EXISTING
+    assert k.queries == [(0x42, win32.FILE_BASIC_INFO, 40)] and k.closed == [0x42]
+    failed = _BasicInfoKernel32(0x43, change=None)  # the query fails: no change time
+    assert win32.change_time(r"C:\house\a.whl", failed) is None and failed.closed == [0x43]
+    missing = _BasicInfoKernel32(0xFFFFFFFFFFFFFFFF, change=1)  # cannot open
+    assert win32.change_time(r"C:\house\a.whl", missing) is None and not missing.queries
 
 
 # -- install.ps1 creates the target venv with the bundle's Python ---------------------------
