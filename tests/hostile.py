@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from installer.lock import _DIGEST_BLANK, _DIGEST_RE
 from installer.wheelwriter import metadata_text, record_hash
 
 _EPOCH = (2020, 1, 1, 0, 0, 0)
@@ -123,6 +125,15 @@ def nul_byte(d: Path) -> Path:
 
 def symlink(d: Path) -> Path:
     return _std(d, [*members(), ("evil/link", b"/etc/passwd", 0o120777)])
+
+
+def redigest(data: bytes) -> bytes:
+    """A hand-edited lock with its ``[tool.wh] digest`` recomputed, as anyone can (unkeyed)."""
+    m = _DIGEST_RE.search(data)
+    assert m is not None
+    blank = data[: m.start()] + _DIGEST_BLANK + data[m.end() :]
+    digest = hashlib.sha256(blank).hexdigest()
+    return blank.replace(_DIGEST_BLANK, f'digest = "sha256:{digest}"'.encode(), 1)
 
 
 def zip_bomb(d: Path) -> Path:

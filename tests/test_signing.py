@@ -4,7 +4,6 @@ exit 5, the message, and the target environment unchanged."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -17,8 +16,8 @@ from click.testing import CliRunner, Result
 from installer import signing
 from installer.bundle import MANIFEST, extract, write_manifest
 from installer.cli import cli
-from installer.lock import _DIGEST_BLANK, _DIGEST_RE
 from tests.envsnap import diff, snapshot
+from tests.hostile import redigest
 from tests.test_bundle import _bundle, _has, _venv
 
 
@@ -94,14 +93,6 @@ def test_an_unsigned_copy_is_refused_where_a_key_is_trusted(tmp_path: Path) -> N
     assert "is not signed, and --trust asks for a signature" in err
 
 
-def _redigest(data: bytes) -> bytes:
-    m = _DIGEST_RE.search(data)
-    assert m is not None
-    blank = data[: m.start()] + _DIGEST_BLANK + data[m.end() :]
-    digest = hashlib.sha256(blank).hexdigest()
-    return blank.replace(_DIGEST_BLANK, f'digest = "sha256:{digest}"'.encode(), 1)
-
-
 def test_a_hand_edited_lock_with_a_recomputed_digest_is_caught_by_the_signature(
     tmp_path: Path,
 ) -> None:
@@ -113,7 +104,7 @@ def test_a_hand_edited_lock_with_a_recomputed_digest_is_caught_by_the_signature(
     extract(out, root)
     lock = root / "demo" / "pylock.demo.toml"
     data = lock.read_bytes().replace(b'"demo_app"', b'"demo_app", "evil_extra"', 1)
-    lock.write_bytes(_redigest(data + b"\n# edited\n"))
+    lock.write_bytes(redigest(data + b"\n# edited\n"))
     write_manifest(root / "demo")  # the editor rewrites SHA256SUMS as well
     err = _refused(tmp_path, root / "demo", "--trust", f"{key}.pub")
     assert "does not match its SHA256SUMS" in err

@@ -207,15 +207,10 @@ def _winerror(code: int) -> PermissionError:
     return exc
 
 
-@pytest.mark.parametrize("code", [5, 32])
-def test_a_transient_windows_lock_is_waited_out(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
-) -> None:
-    src, dst = tmp_path / "a", tmp_path / "b"
-    src.write_text("x")
+def _flaky_replace(monkeypatch: pytest.MonkeyPatch, failures: list[OSError]) -> None:
+    """``os.replace`` failing with ``failures`` in turn (an antivirus scan), then working."""
     real = os.replace
-    fails = iter([_winerror(code), _winerror(code)])
-    waits: list[float] = []
+    fails = iter(failures)
 
     def flaky(a: Any, b: Any) -> None:
         exc = next(fails, None)
@@ -224,6 +219,16 @@ def test_a_transient_windows_lock_is_waited_out(
         real(a, b)
 
     monkeypatch.setattr(os, "replace", flaky)
+
+
+@pytest.mark.parametrize("code", [5, 32])
+def test_a_transient_windows_lock_is_waited_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    src, dst = tmp_path / "a", tmp_path / "b"
+    src.write_text("x")
+    _flaky_replace(monkeypatch, [_winerror(code), _winerror(code)])
+    waits: list[float] = []
     monkeypatch.setattr(fsretry, "sleep", waits.append)
     fsretry.replace(src, dst)
     assert dst.read_text() == "x" and not src.exists()
@@ -314,16 +319,7 @@ def test_a_staged_move_survives_a_sharing_violation(
     src, dest = tmp_path / "stage" / "f.py", tmp_path / "env" / "f.py"
     src.parent.mkdir()
     src.write_text("x")
-    real = os.replace
-    fails = iter([_winerror(32)])
-
-    def flaky(a: Any, b: Any) -> None:
-        exc = next(fails, None)
-        if exc is not None:
-            raise exc
-        real(a, b)
-
-    monkeypatch.setattr(os, "replace", flaky)
+    _flaky_replace(monkeypatch, [_winerror(32)])
     monkeypatch.setattr(fsretry, "sleep", lambda s: None)
     _move_file(src, dest)
     assert dest.read_text() == "x"
