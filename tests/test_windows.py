@@ -411,15 +411,31 @@ def test_many_wheel_paths_go_in_a_requirements_file(
 def test_a_real_install_through_the_requirements_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
 ) -> None:
+    """The whole `wh install` (staging, the member check, verify) with every backend call
+    past the budget: the wheels, in a folder with a space, reach uv or pip through ``-r``."""
     house = tmp_path / "a house with spaces"
-    wheels = [make_wheel(house, f"w{i}", "1.0") for i in range(3)]
+    make_wheel(house, "w1", "1.0", ["w2"])
+    make_wheel(house, "w2", "1.0", files={"w2/__init__.py": b"", "w2-1.0.data/scripts/w2t": b"x"})
     venv = make_venv(tmp_path / "venv")
     monkeypatch.setattr(backend, "CMDLINE_BUDGET", 0)
-    chosen = backend.choose(which)
-    assert chosen.name == which
-    chosen.install(venv, wheels, link_mode="copy", reinstall=False)
-    for i in range(3):
-        assert (site_packages(venv) / f"w{i}" / "__init__.py").is_file()
+    calls: list[list[str]] = []
+    real = backend._run
+
+    def spy(cmd: list[str], what: str, env: Any) -> None:
+        calls.append(cmd)
+        real(cmd, what, env)
+
+    monkeypatch.setattr(backend, "_run", spy)
+    lock = str(tmp_path / "l.toml")
+    args = ["--wheelhouse", str(house), "--python", str(venv), "--lockfile", lock]
+    done = CliRunner().invoke(cli, ["install", "-r", "w1", "--backend", which, *args])
+    assert done.exit_code == 0, done.output
+    assert calls and all(c[-2] == "-r" for c in calls), calls
+    for name in ("w1", "w2"):
+        assert (site_packages(venv) / name / "__init__.py").is_file()
+    assert (venv / "bin" / "w2t").read_bytes() == b"x"
+    verified = CliRunner().invoke(cli, ["verify", "--python", str(venv), "--lockfile", lock])
+    assert verified.exit_code == 0, verified.output
 
 
 # -- MAX_PATH -------------------------------------------------------------------------------
