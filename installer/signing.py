@@ -40,9 +40,15 @@ _MAGIC = "wh-signature 1"
 class Signed:
     """What checking a bundle's signature found: the signer's fingerprint, or unsigned."""
 
-    fingerprint: str | None  # None: the bundle is unsigned and the user allowed that
+    fingerprint: str | None  # None: no signature was verified and the user allowed that
+    claimed: str | None = None  # who an unverified signature names (no key was trusted)
 
     def describe(self) -> str:
+        if self.claimed is not None:
+            return (
+                f"bundle signature NOT checked (it names {self.claimed}, but no --trust key "
+                "was given); installing it because --allow-unsigned was given"
+            )
         if self.fingerprint is None:
             return "bundle is NOT signed; installing it because --allow-unsigned was given"
         return f"bundle signature verified: signed by the trusted key {self.fingerprint}"
@@ -190,7 +196,7 @@ def check(
         )
     if not keys:
         if allow_unsigned:
-            return Signed(None)
+            return Signed(None, claimed=signer)
         raise LockError(
             f"bundle {root} is signed by {signer}, but no key is trusted; nothing was installed",
             hint="pass --trust KEY.pub with the public key of the bundle's maker (compare its "

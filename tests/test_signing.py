@@ -80,6 +80,12 @@ def test_a_bundle_signed_by_another_key_or_trusted_by_nobody_is_refused(tmp_path
     assert "which is none of the trusted keys" in err
     err = _refused(tmp_path, out)
     assert "but no key is trusted" in err and "--trust KEY.pub" in err
+    # allowed without a key, the output says the signature was not checked, not "unsigned"
+    python = _venv(tmp_path / "venv")
+    done = _install(out, python, "--allow-unsigned")
+    assert done.exit_code == 0, done.output
+    fp = signing.fingerprint(signing.load_public_key(Path(f"{stranger}.pub")))
+    assert f"bundle signature NOT checked (it names {fp}, but no --trust key" in done.output
 
 
 def test_an_unsigned_copy_is_refused_where_a_key_is_trusted(tmp_path: Path) -> None:
