@@ -264,6 +264,9 @@ def _fast_index(
         ]
         if flags & 0x61 or method not in (0, 8):  # encrypted, patched, strong encryption
             return None
+        why = member_problem(name, usize, csize)  # before a byte is read: a stored member
+        if why:  # of 1 GiB is as bad as one that inflates to it
+            raise WheelProblem(why)
         end = starts[bisect.bisect_right(starts, offset)] if offset < cd_off else offset
         with path.open("rb") as f:
             f.seek(offset)
@@ -279,9 +282,6 @@ def _fast_index(
             data = f.read(csize)
         if len(data) != csize:
             return None
-        why = member_problem(name, usize, csize)
-        if why:
-            raise WheelProblem(why)
         try:
             # never past the declared size: a header that lies about it is not inflated whole
             out = zlib.decompressobj(-15).decompress(data, usize + 1) if method == 8 else data

@@ -191,6 +191,23 @@ def test_a_metadata_bomb_is_refused_before_it_is_inflated(
         read_bounded(zf, META)
 
 
+def test_the_fast_reader_refuses_a_bomb_before_reading_a_byte_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The declared sizes decide before the member is read: a stored (uncompressed) 1 GiB
+    METADATA would otherwise be read whole into memory just to be refused."""
+    wheel = _bomb_metadata(tmp_path / "pkg-1.0-py3-none-any.whl", 80 << 20)
+    fast = _fast_zip(wheel)
+    assert fast is not None
+
+    def no_read(*_a: object, **_k: object) -> None:
+        raise AssertionError("the member was opened")
+
+    monkeypatch.setattr(Path, "open", no_read)
+    with pytest.raises(WheelProblem, match="more than the limit of 67108864"):
+        fast[1](META)
+
+
 def test_a_member_that_lies_about_its_size_is_not_inflated_past_it(tmp_path: Path) -> None:
     """A METADATA declaring 200 bytes that inflates to 50 MiB: the fast reader stops at the
     declared size (and steps aside), zipfile stops there too and fails the CRC."""
