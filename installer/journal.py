@@ -17,6 +17,7 @@ run does when it finds a journal left by a killed process. Committing writes the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -212,7 +213,7 @@ def _write(jdir: Path, record: Record) -> None:
         f.write(record.to_json())
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, jdir / "journal.json")
+    fsretry.replace(tmp, jdir / "journal.json")  # Windows: a scan of the new file passes
     _fsync_dir(jdir)
 
 
@@ -273,10 +274,7 @@ class Transaction:
         _write(self.dir, self.record)
 
     def finish(self) -> None:
-        try:
-            fsretry.rmtree(self.dir)
-        except OSError:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        _discard(self.dir)
 
     def rollback(self) -> None:
         rollback(self.dir, self.record)
@@ -347,7 +345,19 @@ def rollback(jdir: Path, record: Record) -> None:
         if dst.is_dir() and not dst.is_symlink():
             fsretry.rmtree(dst)
         fsretry.replace(b, dst)
-    shutil.rmtree(jdir, ignore_errors=True)
+    _discard(jdir)
+
+
+def _discard(jdir: Path) -> None:
+    """Remove a journal that has been acted on. Its record goes first: a folder a held file
+    keeps alive (Windows) is then an empty journal, never one that a later wh would roll
+    back a second time over what was installed since."""
+    with contextlib.suppress(FileNotFoundError):
+        fsretry.unlink(jdir / "journal.json")
+    try:
+        fsretry.rmtree(jdir)
+    except OSError:
+        shutil.rmtree(jdir, ignore_errors=True)
 
 
 def recover_if_needed(prefix: Path) -> str | None:
@@ -370,7 +380,7 @@ def recover_if_needed(prefix: Path) -> str | None:
         return f"removed an empty install journal in {jdir}"
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started))
     if record.state == "committed":
-        shutil.rmtree(jdir)
+        _discard(jdir)
         return f"completed the interrupted commit of {record.description} (pid {record.pid})"
     rollback(jdir, record)
     return (
