@@ -294,23 +294,53 @@ def _read_or_none(path: Path) -> bytes | None:
 
 
 def _top_level_files(di: Path, site: Path) -> Iterator[Path]:
-    """The files a distribution without a file list owns by its ``top_level.txt``."""
+    """The files a distribution without a file list owns by its ``top_level.txt``: those
+    under each folder it names, less what another distribution's file list in the same
+    site folder names (a namespace folder such as ``google/`` is shared: a wheel's file
+    in it stays that wheel's, neither a clash for it nor moved aside with this one)."""
     data = _read_or_none(di / "top_level.txt")
     if data is None:
         return
+    tops = []
     for line in data.decode("utf-8", "replace").splitlines():
         top = line.strip().replace("\\", "/")
-        if not top or top.startswith("/") or ".." in top.split("/"):
-            continue
+        if top and not top.startswith("/") and ".." not in top.split("/"):
+            tops.append(top)
+    if not tops:
+        return
+    others = _listed_by_others(di, site, tops)
+    for top in tops:
         folder = site / top
         if folder.is_dir() and not folder.is_symlink():
             for child in folder.rglob("*"):
-                if child.is_file() or child.is_symlink():
+                if (child.is_file() or child.is_symlink()) and key(child) not in others:
                     yield child
         leaf = folder.name
         for candidate in folder.parent.glob(f"{leaf}.*"):
             if candidate.suffix in (".py", ".so", ".pyd") and candidate.is_file():
-                yield candidate
+                if key(candidate) not in others:
+                    yield candidate
+
+
+def _listed_by_others(di: Path, site: Path, tops: list[str]) -> set[str]:
+    """Keys of the files under ``tops`` that the RECORD or installed-files.txt of another
+    metadata folder in ``site`` lists (only a distribution without a file list asks)."""
+    out: set[str] = set()
+    prefixes = tuple(f"{t}/" for t in tops) + tuple(f"{t}." for t in tops)
+    for other in site.iterdir():
+        if other == di or not other.name.endswith((".dist-info", ".egg-info")):
+            continue
+        record = _read_or_none(other / "RECORD")
+        if record is not None:
+            for row in csv.reader(io.StringIO(record.decode("utf-8", "replace"))):
+                rel = row[0].replace("\\", "/") if row else ""
+                if rel.startswith(prefixes):
+                    out.add(key(os.path.join(site, rel)))
+        listed = _read_or_none(other / "installed-files.txt")
+        if listed is not None:
+            for line in listed.decode("utf-8", "replace").splitlines():
+                out.add(key(os.path.join(other, line.strip())))
+    return out
 
 
 def inside(p: Path, root: Path) -> bool:

@@ -143,3 +143,41 @@ def test_a_case_or_unicode_variant_of_another_distributions_file_is_refused_wher
         and "owned by base (installed)" in done.output
     )
     assert diff(before, snapshot(venv)) == []
+
+
+def _namespace_neighbours(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """``shared/`` is a namespace folder: ``other`` (a wheel, with RECORD) owns
+    ``shared/other.py``, the RECORD-less ``debby`` (top_level.txt: shared) owns
+    ``shared/debby.py``. A venv with both, and a wheelhouse with newer wheels of each."""
+    venv, site = _venv(tmp_path)
+    house = tmp_path / "house"
+    make_wheel(house, "other", "1.0", files={"shared/other.py": b"OTHER = 1\n"})
+    ok = wh("install", "-r", "other==1.0", "--wheelhouse", house, "--python", venv,
+            "--lockfile", tmp_path / "o1.toml", cwd=tmp_path)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    (site / "shared" / "debby.py").write_text("DEBBY = 1\n")
+    di = site / "debby-1.0.dist-info"
+    di.mkdir()
+    (di / "METADATA").write_text("Metadata-Version: 2.1\nName: debby\nVersion: 1.0\n")
+    (di / "top_level.txt").write_text("shared\n")
+    make_wheel(house, "other", "2.0", files={"shared/other.py": b"OTHER = 2\n"})
+    make_wheel(house, "debby", "2.0", files={"shared/debby.py": b"DEBBY = 2\n"})
+    return venv, site, house
+
+
+def test_a_recordless_namespace_neighbour_claims_no_file_another_record_lists(
+    tmp_path: Path,
+) -> None:
+    """top_level.txt names a folder, not files: where a namespace folder is shared, the
+    files another distribution's RECORD lists stay that distribution's. Upgrading ``other``
+    is no clash with ``debby``; upgrading ``debby`` leaves ``other``'s file in place."""
+    venv, site, house = _namespace_neighbours(tmp_path)
+    up = wh("install", "-r", "other==2.0", "--wheelhouse", house, "--python", venv,
+            "--lockfile", tmp_path / "o2.toml", cwd=tmp_path)  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    assert (site / "shared" / "other.py").read_text() == "OTHER = 2\n"
+    up = wh("install", "-r", "debby==2.0", "--wheelhouse", house, "--python", venv,
+            "--lockfile", tmp_path / "d2.toml", cwd=tmp_path)  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    assert (site / "shared" / "debby.py").read_text() == "DEBBY = 2\n"
+    assert (site / "shared" / "other.py").read_text() == "OTHER = 2\n"
