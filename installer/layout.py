@@ -317,9 +317,12 @@ def _top_level_files(di: Path, site: Path) -> Iterator[Path]:
                     yield child
         leaf = folder.name
         for candidate in folder.parent.glob(f"{leaf}.*"):
-            if candidate.suffix in (".py", ".so", ".pyd") and candidate.is_file():
-                if key(candidate) not in others:
-                    yield candidate
+            if (
+                candidate.suffix in (".py", ".so", ".pyd")
+                and candidate.is_file()
+                and key(candidate) not in others
+            ):
+                yield candidate
 
 
 def _listed_by_others(di: Path, site: Path, tops: list[str]) -> set[str]:
