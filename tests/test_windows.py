@@ -94,6 +94,8 @@ def test_a_lock_with_absolute_wheel_paths_installs(
         ("demo/trailing. ", "ends with a dot or a space"),
         ("/etc/evil", "is absolute"),
         ("demo/../../evil", "escapes the install root"),
+        ("//nas/share/evil.txt", "is absolute"),  # a UNC path once "/" reads as "\\"
+        ("demo\\..\\..\\evil.txt", "contains a backslash"),
     ],
 )
 def test_bundle_extraction_refuses_windows_hazards_before_writing(
