@@ -12,7 +12,7 @@ from packaging.utils import parse_wheel_filename
 
 from installer import proc
 from installer.cores import usable_cores
-from installer.errors import InstallError, ProcessError
+from installer.errors import InstallError, ProcessError, TargetError
 
 
 class Backend(Protocol):
@@ -211,6 +211,33 @@ def _run(cmd: list[str], what: str, env: Mapping[str, str]) -> None:
         proc.run(cmd, env=env, what=f"{what} install")
     except ProcessError as exc:
         raise InstallError(exc.message, details=exc.details, hint="see the output above") from exc
+
+
+def fit_interpreter(
+    chosen: Backend, requested: str, python: Path, startup_output: str
+) -> tuple[Backend, str | None]:
+    """The backend to use for an interpreter that prints ``startup_output`` as it starts
+    (a ``.pth`` file may print, legally), and a note saying why it changed, if it did.
+
+    uv asks the interpreter about itself and reads the answer from its stdout, so every uv
+    call on such an interpreter fails ("returned an invalid response"); pip runs inside the
+    interpreter and is not confused. ``auto`` therefore takes pip; ``uv`` asked for by name
+    is refused (exit 10) before anything changes."""
+    if chosen.name != "uv" or not startup_output.strip():
+        return chosen, None
+    shown = [line for line in startup_output.splitlines() if line.strip()][-5:]
+    if requested != "auto":
+        raise TargetError(
+            f"{python} prints to stdout as it starts, which uv cannot work with; nothing "
+            "was installed",
+            details=[f"start-up output: {line}" for line in shown],
+            hint="use --backend pip, or remove the print from the .pth file (or "
+            "sitecustomize) in its site-packages that prints it",
+        )
+    return PipBackend(), (
+        f"{python} prints to stdout as it starts ({shown[-1][:80]!r}), which uv cannot work "
+        "with: installing with pip"
+    )
 
 
 def choose(name: str) -> Backend:

@@ -107,6 +107,10 @@ class Environment:
     scripts: Path
     target: Target
     dists: dict[NormalizedName, InstalledDist]
+    # what the interpreter printed to stdout while starting (a .pth file that prints): the
+    # probe itself prints nothing, and a backend that reads the interpreter's stdout (uv)
+    # cannot work with it
+    startup_output: str = ""
 
 
 def default_python() -> Path:
@@ -192,6 +196,7 @@ def _run_probe(python: Path) -> dict[str, Any]:
             hint="check that it is a working CPython >= 3.8 and that nothing in its "
             "site-packages replaces the json module",
         ) from exc
+    data["startup_output"] = done.stdout[-2000:]
     return data
 
 
@@ -316,4 +321,5 @@ def _environment(python: Path, data: dict[str, Any]) -> Environment:
         scripts=Path(data["scripts"]),
         target=target,
         dists=dists,
+        startup_output=str(data.get("startup_output", "")),
     )

@@ -364,7 +364,7 @@ def _install_locked(
     uv_cache: str,
 ) -> InstallResult:
     from installer import safeguard, schedule, staging
-    from installer.backend import choose
+    from installer.backend import choose, fit_interpreter
     from installer.plan import balanced, make_plan
 
     lock_fits(lock, env)
@@ -379,7 +379,10 @@ def _install_locked(
             hint="protected distributions are never replaced: fix the requirement that needs "
             "another version (an override), or install the right build first",
         )
-    backend = choose(backend_name or str(lock.tool.get("backend", "auto")))
+    requested = backend_name or str(lock.tool.get("backend", "auto"))
+    backend, note = fit_interpreter(choose(requested), requested, env.python, env.startup_output)
+    if note:
+        hooks.status(note)
     mode = link_mode or str(lock.tool.get("link-mode", "copy"))
     # reliability: validate every wheel and refuse overwrites before anything changes
     digests = {a.package.wheel: a.package.sha256 for a in plan.changes}  # checked above

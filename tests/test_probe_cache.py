@@ -146,7 +146,7 @@ def test_a_pth_file_that_prints_does_not_break_the_probe(
     """A ``.pth`` line starting with ``import`` runs at every start-up and may print (legal):
     the probe's answer comes back in a file of its own, so install and verify still work
     and the output goes nowhere near the answer (issue 22, item 9)."""
-    from tests.envsnap import wh
+    from tests.envsnap import diff, snapshot, wh
 
     python = new_venv()
     site = Path(probe(python).purelib)
@@ -157,12 +157,21 @@ def test_a_pth_file_that_prints_does_not_break_the_probe(
     assert env.prefix == python.parent.parent
     house = tmp_path / "house"
     make_wheel(house, "pkg", "1.0")
-    # uv's own interpreter query reads the start-up's stdout and fails on it (uv 0.13), so
-    # this install goes through pip, which runs inside the target and is not confused
     lock = ("-r", "pkg", "--lockfile", tmp_path / "pkg.toml", "--python", python)
     assert wh("lock", *lock, "--wheelhouse", house, cwd=tmp_path).returncode == 0
-    done = wh("install", "--locked", *lock, "--backend", "pip", cwd=tmp_path)
+    # uv's own interpreter query reads the start-up's stdout and fails on it (uv 0.13):
+    # asked for by name, uv is refused before anything changes (exit 10, "target unusable")
+    before = snapshot(python.parent.parent)
+    refused = wh("install", "--locked", *lock, "--backend", "uv", cwd=tmp_path)
+    assert refused.returncode == 10, refused.stderr
+    assert "prints to stdout as it starts, which uv cannot work with" in refused.stderr
+    assert 'start-up output: {"hello": 1} from a pth' in refused.stderr
+    assert "use --backend pip" in refused.stderr
+    assert diff(before, snapshot(python.parent.parent)) == []
+    # by default wh takes pip, which runs inside the target and is not confused, and says so
+    done = wh("install", "--locked", *lock, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    assert "which uv cannot work with: installing with pip" in done.stderr
     again = wh("verify", *lock, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "Traceback" not in done.stderr + again.stderr
