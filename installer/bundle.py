@@ -318,10 +318,14 @@ def open_bundle(
         raise LockError(f"bundle {path} does not exist", hint="pass the bundle file or folder")
     try:
         manifest = (root / MANIFEST).read_bytes()
-    except OSError:
-        manifest = b""
-    if manifest:  # no manifest: verify_manifest says so
-        status(signing.check(root, manifest, trust, allow_unsigned=allow_unsigned).describe())
+    except OSError as exc:
+        raise LockError(
+            f"{root} has no readable {MANIFEST} ({exc.strerror}); it is not a wh bundle or it "
+            "was damaged; nothing was installed",
+            hint="make the bundle again with `wh bundle`",
+        ) from exc
+    # always, whatever the manifest holds: an emptied one must not skip the signature
+    status(signing.check(root, manifest, trust, allow_unsigned=allow_unsigned).describe())
     checked = verify_manifest(root, manifest)
     status(f"bundle manifest verified: {checked} file(s) match {MANIFEST}")
     info = read_info(root)
@@ -368,6 +372,14 @@ def verify_manifest(root: Path, data: bytes | None = None) -> int:
             rel = p.relative_to(root).as_posix()
             if rel not in expected:
                 problems.append(f"{rel}: not in the manifest")
+    # what decides the install must be listed (so, in a signed bundle, signed): bundle.txt
+    # and the lock it names; the lock pins every wheel by sha256
+    if INFO not in expected:
+        problems.append(f"{INFO}: not in the manifest")
+    else:
+        lock = read_info(root).get("lock", "")
+        if lock and lock not in expected:
+            problems.append(f"{lock}: the lock {INFO} names is not in the manifest")
     if problems:
         raise LockError(
             f"bundle {root}: {len(problems)} file(s) do not match its manifest; "

@@ -116,6 +116,30 @@ def test_a_hand_edited_lock_with_a_recomputed_digest_is_caught_by_the_signature(
     assert "does not match its SHA256SUMS" in err
 
 
+def test_an_emptied_manifest_does_not_bypass_the_signature(tmp_path: Path) -> None:
+    """The attack: empty SHA256SUMS (so no file is listed), move the wheels out of
+    ``wheels/`` (so none is "unlisted"), point an edited lock at them and recompute its
+    digest. The signature must still be checked, and the lock must be a listed file."""
+    key = _keygen(tmp_path / "keys" / "maker")
+    out = _bundle(tmp_path, sign=key)
+    root = tmp_path / "emptied"
+    extract(out, root)
+    demo = root / "demo"
+    (demo / "elsewhere").mkdir()
+    for w in [*(demo / "wheels").glob("*.whl"), *(demo / "wh").glob("*.whl")]:
+        w.rename(demo / "elsewhere" / w.name)
+    lock = demo / "pylock.demo.toml"
+    edited = lock.read_bytes().replace(b'path = "wheels/', b'path = "elsewhere/')
+    lock.write_bytes(redigest(edited))
+    (demo / MANIFEST).write_bytes(b"")
+    err = _refused(tmp_path, demo, "--trust", f"{key}.pub")
+    assert "does not match its SHA256SUMS" in err
+    # unsigned and allowed: the manifest must still list the lock and bundle.txt
+    (demo / signing.SIGNATURE).unlink()
+    err = _refused(tmp_path / "u", demo, "--allow-unsigned")
+    assert "bundle.txt: not in the manifest" in err
+
+
 @pytest.mark.parametrize("tool", ["ssh-keygen", "openssl"])
 def test_keys_made_by_ssh_keygen_or_openssl_sign_and_verify(tmp_path: Path, tool: str) -> None:
     if shutil.which(tool) is None:
