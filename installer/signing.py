@@ -65,13 +65,11 @@ def fingerprint(key: Ed25519PublicKey) -> str:
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     """An ed25519 private key from a PEM (PKCS#8) or OpenSSH file."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ProfileError(
-            f"cannot read the signing key {path} ({exc.strerror})",
-            hint="make one with `wh keygen KEY` (or `ssh-keygen -t ed25519 -N '' -f KEY`)",
-        ) from exc
+    data = _read_key(
+        path,
+        "the signing key",
+        "make one with `wh keygen KEY` (or `ssh-keygen -t ed25519 -N '' -f KEY`)",
+    )
     key: object
     try:
         if b"OPENSSH PRIVATE KEY" in data:
@@ -91,22 +89,15 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
             "`openssl genpkey -algorithm ed25519`",
         ) from exc
     if not isinstance(key, Ed25519PrivateKey):
-        raise ProfileError(
-            f"{path} is a {type(key).__name__}, not an ed25519 key",
-            hint="bundles are signed with ed25519 keys only: `wh keygen KEY`",
-        )
+        raise _not_ed25519(path, key, "bundles are signed with ed25519 keys only: `wh keygen KEY`")
     return key
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """An ed25519 public key from an OpenSSH line (``ssh-ed25519 AAAA...``) or a PEM file."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ProfileError(
-            f"cannot read the trusted key {path} ({exc.strerror})",
-            hint="pass --trust with the signer's public key file (KEY.pub)",
-        ) from exc
+    data = _read_key(
+        path, "the trusted key", "pass --trust with the signer's public key file (KEY.pub)"
+    )
     key: object
     try:
         if data.lstrip().startswith(b"ssh-"):
@@ -119,11 +110,19 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
             hint="pass the signer's KEY.pub (OpenSSH `ssh-ed25519 ...` line or PEM public key)",
         ) from exc
     if not isinstance(key, Ed25519PublicKey):
-        raise ProfileError(
-            f"{path} is a {type(key).__name__}, not an ed25519 key",
-            hint="bundles are signed with ed25519 keys only",
-        )
+        raise _not_ed25519(path, key, "bundles are signed with ed25519 keys only")
     return key
+
+
+def _read_key(path: Path, what: str, hint: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ProfileError(f"cannot read {what} {path} ({exc.strerror})", hint=hint) from exc
+
+
+def _not_ed25519(path: Path, key: object, hint: str) -> ProfileError:
+    return ProfileError(f"{path} is a {type(key).__name__}, not an ed25519 key", hint=hint)
 
 
 def generate(path: Path) -> str:
