@@ -93,10 +93,17 @@ def clashes(
     return found
 
 
-# Windows and macOS filesystems fold case (``key`` already does on Windows) and macOS
-# normalises Unicode: there ``Util.py`` and ``util.py``, or ``café`` in NFC and NFD, are
-# one file, whichever distribution wrote it.
-FOLD_NAMES = sys.platform in ("darwin", "win32")
+# macOS filesystems fold case and normalise Unicode: there ``Util.py`` and ``util.py``, or
+# ``café`` in NFC and NFD, are one file, whichever distribution wrote it. Windows folds case
+# too, which ``key`` (``normcase``) already does, so the ordinary check above sees it; NTFS
+# keeps NFC and NFD spellings apart, so folding them there would refuse sound installs.
+def folds_names(platform: str) -> bool:
+    """Whether ``platform``'s usual filesystem makes case and NFC/NFD variants one file
+    beyond what ``key`` folds (``sys.platform`` values)."""
+    return platform == "darwin"
+
+
+FOLD_NAMES = folds_names(sys.platform)
 
 
 def _folded(

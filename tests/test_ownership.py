@@ -119,8 +119,8 @@ def test_an_egg_info_distribution_replaced_by_a_wheel_is_moved_aside(tmp_path: P
 def test_a_case_or_unicode_variant_of_another_distributions_file_is_refused_where_names_fold(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, theirs: str, mine: str
 ) -> None:
-    """On Windows and macOS ``Util.py`` and ``util.py`` (or NFC and NFD spellings) are one
-    file: modelled on Linux by turning on the folding those filesystems do."""
+    """On macOS ``Util.py`` and ``util.py`` (or NFC and NFD spellings) are one file:
+    modelled on Linux by turning on the folding that filesystem does."""
     from click.testing import CliRunner
 
     from installer import overwrite
@@ -181,3 +181,36 @@ def test_a_recordless_namespace_neighbour_claims_no_file_another_record_lists(
     assert up.returncode == 0, up.stderr
     assert (site / "shared" / "debby.py").read_text() == "DEBBY = 2\n"
     assert (site / "shared" / "other.py").read_text() == "OTHER = 2\n"
+
+
+@pytest.mark.parametrize(
+    ("theirs", "mine", "clash"),
+    [("base/Util.py", "base/util.py", True), ("base/caf\u00e9.py", "base/cafe\u0301.py", False)],
+)
+def test_on_windows_case_variants_clash_and_nfc_nfd_spellings_do_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, theirs: str, mine: str, clash: bool
+) -> None:
+    """Windows modelled by its ``normcase`` (lower case; ``key`` compares by it): NTFS folds
+    case, so ``util.py`` over ``Util.py`` is an overwrite of base's file; it keeps NFC and
+    NFD spellings apart, so those are two files and no clash."""
+    import os
+
+    from installer import overwrite
+    from installer.environment import probe
+    from installer.layout import Schemes, layout
+
+    monkeypatch.setattr(overwrite, "FOLD_NAMES", overwrite.folds_names("win32"))
+    venv, _site = _venv(tmp_path)
+    house = tmp_path / "house"
+    make_wheel(house, "base", "1.0", files={"base/__init__.py": b"", theirs: b"1\n"})
+    ok = wh("install", "-r", "base", "--wheelhouse", house, "--python", venv,
+            "--lockfile", tmp_path / "b.toml", cwd=tmp_path)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    wheel = make_wheel(house, "squatter", "1.0", files={mine: b"2\n"})
+    env = probe(venv)
+    monkeypatch.setattr(os.path, "normcase", str.lower)
+    found = overwrite.clashes([layout(wheel, Schemes.of(env))], env.dists)
+    if clash:
+        assert [(c.writer, c.owner) for c in found] == [("squatter", "base")], found
+    else:
+        assert found == []
