@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Protocol
+
+from packaging.utils import parse_wheel_filename
 
 from installer import proc
 from installer.cores import usable_cores
-from installer.errors import InstallError, ProcessError, UsageError
+from installer.errors import InstallError, ProcessError, TargetError, UsageError
 
 
 class Backend(Protocol):
@@ -89,8 +91,8 @@ class UvBackend:
     def install(
         self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
     ) -> None:
-        cmd = self.command(python, wheels, link_mode=link_mode, reinstall=reinstall)
-        _run(cmd, "uv", self.environment())
+        cmd = self.command(python, [], link_mode=link_mode, reinstall=reinstall)
+        _run_with_wheels(cmd, wheels, "uv", self.environment())
 
     def stage(
         self,
@@ -108,7 +110,7 @@ class UvBackend:
         cmd += ["--prefix", str(prefix)]
         if cache is not None:
             cmd += ["--cache-dir", str(cache)]
-        _run([*cmd, *map(str, wheels)], "uv", self.environment())
+        _run_with_wheels(cmd, wheels, "uv", self.environment())
 
     def cache_dir(self) -> Path | None:
         """The user's uv cache, as this backend's calls would use it."""
@@ -152,8 +154,56 @@ class PipBackend:
                 f"pip cannot install with link mode {link_mode!r}",
                 hint="use --backend uv, or --link-mode copy",
             )
-        cmd = self.command(python, wheels, link_mode=link_mode, reinstall=reinstall)
-        _run(cmd, "pip", proc.clean_env())
+        cmd = self.command(python, [], link_mode=link_mode, reinstall=reinstall)
+        _run_with_wheels(cmd, wheels, "pip", proc.clean_env())
+
+
+# CreateProcess takes at most 32,767 characters of command line; wheel paths under a user
+# folder run ~127 characters each, so 235 of them are ~29,900. Past this budget the wheels
+# go in a requirements file instead (``-r FILE``), which uv and pip both read.
+CMDLINE_BUDGET = 16_000
+
+
+def command_line_length(cmd: Sequence[str]) -> int:
+    """The length of ``cmd`` as CreateProcess receives it (``subprocess.list2cmdline``)."""
+    import subprocess
+
+    return len(subprocess.list2cmdline(cmd))
+
+
+def requirements_text(wheels: Sequence[PurePath]) -> str:
+    """One PEP 508 direct reference per wheel (``name @ file:///...``): paths with spaces
+    or non-ASCII characters survive as URLs."""
+    lines = []
+    for w in wheels:
+        name = parse_wheel_filename(w.name)[0]
+        full = w if w.is_absolute() else Path(os.path.abspath(w))
+        lines.append(f"{name} @ {full.as_uri()}\n")
+    return "".join(lines)
+
+
+def _run_with_wheels(
+    cmd: list[str],
+    wheels: Sequence[PurePath],
+    what: str,
+    env: Mapping[str, str],
+    budget: int | None = None,
+) -> None:
+    """``cmd`` followed by the wheels: on its command line while that fits ``budget``
+    (default ``CMDLINE_BUDGET``), else through a requirements file written for the call."""
+    full = [*cmd, *map(str, wheels)]
+    if command_line_length(full) <= (CMDLINE_BUDGET if budget is None else budget):
+        _run(full, what, env)
+        return
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix="wh-wheels-", suffix=".txt")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(requirements_text(wheels))
+        _run([*cmd, "-r", name], what, env)
+    finally:
+        os.unlink(name)
 
 
 def _run(cmd: list[str], what: str, env: Mapping[str, str]) -> None:
@@ -161,6 +211,33 @@ def _run(cmd: list[str], what: str, env: Mapping[str, str]) -> None:
         proc.run(cmd, env=env, what=f"{what} install")
     except ProcessError as exc:
         raise InstallError(exc.message, details=exc.details, hint="see the output above") from exc
+
+
+def fit_interpreter(
+    chosen: Backend, requested: str, python: Path, startup_output: str
+) -> tuple[Backend, str | None]:
+    """The backend to use for an interpreter that prints ``startup_output`` as it starts
+    (a ``.pth`` file may print, legally), and a note saying why it changed, if it did.
+
+    uv asks the interpreter about itself and reads the answer from its stdout, so every uv
+    call on such an interpreter fails ("returned an invalid response"); pip runs inside the
+    interpreter and is not confused. ``auto`` therefore takes pip; ``uv`` asked for by name
+    is refused (exit 10) before anything changes."""
+    if chosen.name != "uv" or not startup_output.strip():
+        return chosen, None
+    shown = [line for line in startup_output.splitlines() if line.strip()][-5:]
+    if requested != "auto":
+        raise TargetError(
+            f"{python} prints to stdout as it starts, which uv cannot work with; nothing "
+            "was installed",
+            details=[f"start-up output: {line}" for line in shown],
+            hint="use --backend pip, or remove the print from the .pth file (or "
+            "sitecustomize) in its site-packages that prints it",
+        )
+    return PipBackend(), (
+        f"{python} prints to stdout as it starts ({shown[-1][:80]!r}), which uv cannot work "
+        "with: installing with pip"
+    )
 
 
 def choose(name: str) -> Backend:

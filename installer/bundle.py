@@ -9,7 +9,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -50,6 +50,7 @@ class BundleResult:
     files: int
     size: int
     sha256: str
+    signed_by: str | None = None  # the signing key's fingerprint
 
 
 # -- making a bundle ------------------------------------------------------------------------
@@ -64,12 +65,20 @@ def make_bundle(
     *,
     tool_wheels: Path | None = None,
     source: Path | None = None,
+    sign_key: Path | None = None,
 ) -> BundleResult:
     """Lock ``profile`` for the target and write the bundle archive to ``output``.
 
     ``tool_wheels`` is a folder holding wh's wheel and its dependencies for the target; by
     default wh's wheel is built from its source tree and the dependencies are fetched.
+    ``sign_key`` (an ed25519 private key) signs the manifest (``installer/signing.py``).
+    Every locked wheel is validated as an install would (structure, bombs), and for a
+    Windows or macOS target its paths are checked against that filesystem's rules
+    (``installer/portable.py``), before the archive is written.
     """
+    from installer import signing
+
+    key = signing.load_private_key(sign_key) if sign_key is not None else None
     target, env = spec.resolve()
     with tempfile.TemporaryDirectory(prefix="wh-bundle-") as tmp:
         stage = Path(tmp) / "bundle"
@@ -104,6 +113,7 @@ def make_bundle(
         }
         for extra in sorted(p for p in (stage / WHEELS).glob("*.whl") if p.name not in named):
             extra.unlink()  # exactly the wheels the lock names
+        check_wheels_for(target, sorted((stage / WHEELS).glob("*.whl")))
         hooks.status("collecting wh and its dependencies for the target")
         tool = stage / TOOL
         tool.mkdir()
@@ -115,10 +125,14 @@ def make_bundle(
             (stage / script).write_bytes(data)
         (stage / INFO).write_text(
             f"format=1\nprofile={profile.name}\nlock={lock_name}\nwh-version={__version__}\n"
-            f"target={target.description}\n",
+            f"target={target.description}\n"
+            f"python-version={'.'.join(target.python_full_version.split('.')[:2])}\n",
             encoding="utf-8",
         )
         write_manifest(stage)
+        if key is not None:
+            manifest = (stage / MANIFEST).read_bytes()
+            (stage / signing.SIGNATURE).write_text(signing.sign(manifest, key), encoding="utf-8")
         hooks.status(f"writing {output}")
         write_archive(stage, output, top=_stem(output))
         files = sum(1 for p in stage.rglob("*") if p.is_file())
@@ -130,7 +144,47 @@ def make_bundle(
         files,
         output.stat().st_size,
         sha256_file(output),
+        signing.fingerprint(key.public_key()) if key is not None else None,
     )
+
+
+def check_wheels_for(target: Target, wheels: list[Path]) -> None:
+    """Refuse (exit 3, every problem at once) a locked wheel that fails validation, or whose
+    paths a Windows or macOS target cannot hold (reserved names, trailing dots or spaces,
+    ``:``, case or NFC/NFD variants of another file, also across wheels)."""
+    from installer import portable
+    from installer.validate import checked_index, refuse_wheels
+
+    checked = [(w, *checked_index(w)) for w in wheels]
+    refuse_wheels([(w.name, found) for w, _index, found in checked])
+    platform = target.markers.get("sys_platform", "")
+    if platform not in ("win32", "darwin"):
+        return
+    members: list[tuple[str, str]] = []
+    for w, index, _found in checked:
+        assert index is not None  # refuse_wheels refused every wheel without one
+        members += [(n, w.name) for n in index.names if n[-1:] != "/"]
+    found = portable.problems(members, windows=platform == "win32", landing=landing)
+    if found:
+        where = "Windows" if platform == "win32" else "macOS"
+        raise WheelhouseError(
+            f"{len(found)} path(s) in the locked wheels cannot be written on {where} as named; "
+            "nothing was bundled",
+            details=found[:50] + ([f"... and {len(found) - 50} more"] if len(found) > 50 else []),
+            hint=f"these wheels would install wrongly or overwrite each other on {where}: "
+            "replace them with builds made for the target, or leave them out of the profile",
+        )
+
+
+def landing(arcname: str) -> str:
+    """Where a wheel member lands, relative to the environment (roughly: purelib and
+    platlib as the site folder, the other ``.data`` schemes under their own names), so
+    that members of different wheels that land on one file compare equal."""
+    top, _, rest = arcname.partition("/")
+    if top.endswith(".data") and rest:
+        scheme, _, tail = rest.partition("/")
+        return tail if scheme in ("purelib", "platlib") else f"<{scheme}>/{tail}"
+    return arcname
 
 
 def collect_tool_wheels(
@@ -250,12 +304,18 @@ def open_bundle(
     *,
     on_close: Callable[[Callable[[], None]], object],
     status: Callable[[str], None] = lambda m: None,
+    trust: Sequence[Path] = (),
+    allow_unsigned: bool = False,
 ) -> Path:
-    """Unpack (if an archive), check the manifest and the lock; return the lock's path.
+    """Unpack (if an archive), check the signature, the manifest and the lock; return the
+    lock's path.
 
     Nothing is installed or changed before this returns; ``on_close`` receives the cleanup
-    of a temporary unpack folder.
+    of a temporary unpack folder. The manifest must be signed by one of the ``trust`` keys
+    (``installer/signing.py``), or ``allow_unsigned`` must say that no signature is needed.
     """
+    from installer import signing
+
     if path.is_dir():
         root = path
     elif path.is_file():
@@ -267,7 +327,17 @@ def open_bundle(
         root = tops[0] if len(tops) == 1 and tops[0].is_dir() else tmp
     else:
         raise LockError(f"bundle {path} does not exist", hint="pass the bundle file or folder")
-    checked = verify_manifest(root)
+    try:
+        manifest = (root / MANIFEST).read_bytes()
+    except OSError as exc:
+        raise LockError(
+            f"{root} has no readable {MANIFEST} ({exc.strerror}); it is not a wh bundle or it "
+            "was damaged; nothing was installed",
+            hint="make the bundle again with `wh bundle`",
+        ) from exc
+    # always, whatever the manifest holds: an emptied one must not skip the signature
+    status(signing.check(root, manifest, trust, allow_unsigned=allow_unsigned).describe())
+    checked = verify_manifest(root, manifest)
     status(f"bundle manifest verified: {checked} file(s) match {MANIFEST}")
     info = read_info(root)
     lock_path = root / info.get("lock", "")
@@ -283,17 +353,19 @@ def read_info(root: Path) -> dict[str, str]:
     return {k.strip(): v.strip() for k, sep, v in pairs if sep}
 
 
-def verify_manifest(root: Path) -> int:
-    """Every file the manifest names matches; no unlisted wheel was slipped in."""
+def verify_manifest(root: Path, data: bytes | None = None) -> int:
+    """Every file the manifest names matches; no unlisted wheel was slipped in. ``data`` is
+    the manifest's bytes when already read (the ones whose signature was checked)."""
     manifest = root / MANIFEST
-    if not manifest.is_file():
+    if not data and not manifest.is_file():
         raise LockError(
             f"{root} has no {MANIFEST}; it is not a wh bundle or it was damaged",
             hint="make the bundle again with `wh bundle`",
         )
     expected: dict[str, str] = {}
     problems: list[str] = []
-    for n, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), 1):
+    text = (data or manifest.read_bytes()).decode("utf-8", "replace")
+    for n, line in enumerate(text.splitlines(), 1):
         digest, sep, rel = line.partition("  ")
         if not sep or len(digest) != 64 or not _safe(rel):
             problems.append(f"{MANIFEST} line {n} is malformed: {line!r}")
@@ -311,6 +383,14 @@ def verify_manifest(root: Path) -> int:
             rel = p.relative_to(root).as_posix()
             if rel not in expected:
                 problems.append(f"{rel}: not in the manifest")
+    # what decides the install must be listed (so, in a signed bundle, signed): bundle.txt
+    # and the lock it names; the lock pins every wheel by sha256
+    if INFO not in expected:
+        problems.append(f"{INFO}: not in the manifest")
+    else:
+        lock = read_info(root).get("lock", "")
+        if lock and lock not in expected:
+            problems.append(f"{lock}: the lock {INFO} names is not in the manifest")
     if problems:
         raise LockError(
             f"bundle {root}: {len(problems)} file(s) do not match its manifest; "
@@ -322,19 +402,42 @@ def verify_manifest(root: Path) -> int:
 
 
 def _safe(rel: str) -> bool:
-    p = PurePosixPath(rel)
-    return bool(rel) and not p.is_absolute() and ".." not in p.parts and "\\" not in rel
+    return entry_problem(rel) is None
+
+
+def entry_problem(rel: str) -> str | None:
+    """Why a bundle entry or manifest path must not be written, on any OS, or None.
+
+    ``PurePosixPath`` alone is not enough: ``C:/x`` and ``C:x`` are not absolute to it, yet
+    Windows writes them outside the folder; reserved names, ``:`` (alternate data
+    streams) and trailing dots or spaces are refused too, since a bundle is made to be
+    unpacked on Windows."""
+    from installer import portable
+    from installer.validate import unsafe_path
+
+    name = rel.rstrip("/")
+    if not name:
+        return "is empty"
+    why = unsafe_path(name)
+    if why is None and PurePosixPath(name).is_absolute():
+        why = "is absolute"
+    return why or portable.windows_problem(name)
 
 
 def extract(archive: Path, dest: Path) -> None:
-    """Unpack a zip or tar, refusing absolute paths, ``..``, links and special files."""
+    """Unpack a zip or tar, refusing absolute paths, drive letters, ``..``, Windows-reserved
+    or stream names, links and special files. Every entry is checked before the first is
+    written, so a refused archive leaves ``dest`` as it was."""
     bad: list[str] = []
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
-            for zi in zf.infolist():
-                if not _safe(zi.filename.rstrip("/")):
-                    bad.append(zi.filename)
-                    continue
+            infos = zf.infolist()
+            for zi in infos:
+                why = entry_problem(zi.filename)
+                if why or stat.S_ISLNK(zi.external_attr >> 16):
+                    bad.append(f"{zi.filename!r}: {why or 'is a symlink'}")
+            _refuse(archive, bad)
+            for zi in infos:
                 out = dest / zi.filename
                 if zi.is_dir():
                     out.mkdir(parents=True, exist_ok=True)
@@ -344,10 +447,13 @@ def extract(archive: Path, dest: Path) -> None:
                     shutil.copyfileobj(src, dst, 1 << 20)
     elif tarfile.is_tarfile(archive):
         with tarfile.open(archive) as tf:
-            for ti in tf.getmembers():
-                if not _safe(ti.name) or not (ti.isfile() or ti.isdir()):
-                    bad.append(ti.name)
-                    continue
+            members = tf.getmembers()
+            for ti in members:
+                why = entry_problem(ti.name)
+                if why or not (ti.isfile() or ti.isdir()):
+                    bad.append(f"{ti.name!r}: {why or 'is a link or a special file'}")
+            _refuse(archive, bad)
+            for ti in members:
                 out = dest / ti.name
                 if ti.isdir():
                     out.mkdir(parents=True, exist_ok=True)
@@ -355,15 +461,17 @@ def extract(archive: Path, dest: Path) -> None:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 member = tf.extractfile(ti)
                 if member is None:
-                    bad.append(ti.name)
-                    continue
+                    raise LockError(f"{archive}: cannot read {ti.name!r}")
                 with member, out.open("wb") as dst:
                     shutil.copyfileobj(member, dst, 1 << 20)
     else:
         raise LockError(f"{archive} is neither a zip nor a tar archive")
+
+
+def _refuse(archive: Path, bad: list[str]) -> None:
     if bad:
         raise LockError(
-            f"{archive}: {len(bad)} unsafe entry(ies); nothing was installed",
-            details=bad[:20],
+            f"{archive}: {len(bad)} unsafe entry(ies); nothing was unpacked or installed",
+            details=bad[:20] + ([f"... and {len(bad) - 20} more"] if len(bad) > 20 else []),
             hint="the bundle was not made by `wh bundle`, or it was tampered with",
         )

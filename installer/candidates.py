@@ -78,8 +78,9 @@ class CandidateIndex:
     all_wheels: dict[NormalizedName, list[Wheel]] = field(default_factory=dict)
     pins: Mapping[NormalizedName, Pinned] = field(default_factory=dict)
     installed: Mapping[NormalizedName, Pinned] = field(default_factory=dict)
-    # broken wheels the scan excluded, by the name in their filename: "file: reason"
-    excluded: Mapping[NormalizedName, Sequence[str]] = field(default_factory=dict)
+    # files of each name the scan excluded (broken wheels), with why: a conflict on a name
+    # says which file of it was excluded and by which rule, not that the name is absent
+    excluded: Mapping[NormalizedName, Sequence[tuple[str, str]]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -88,11 +89,17 @@ class CandidateIndex:
         target: Target,
         pins: Mapping[NormalizedName, Pinned],
         installed: Mapping[NormalizedName, Pinned] | None = None,
+        excluded: Mapping[NormalizedName, Sequence[tuple[str, str]]] | None = None,
     ) -> CandidateIndex:
         grouped: dict[NormalizedName, list[Wheel]] = defaultdict(list)
         for w in wheels:
             grouped[w.name].append(w)
-        index = cls(target=target, pins=pins, installed=dict(installed or {}))
+        index = cls(
+            target=target,
+            pins=pins,
+            installed=dict(installed or {}),
+            excluded=dict(excluded or {}),
+        )
         # Wheels share tag sets and Requires-Python texts: decide each distinct one once.
         ranks: dict[frozenset[Tag], int | None] = {}
         pythons: dict[str | None, bool] = {}
@@ -196,10 +203,10 @@ class CandidateIndex:
                 + (", which " + _refusal(refusing) if refusing else "")
             )
         wheels = self.all_wheels.get(name, [])
+        for filename, reason in self.excluded.get(name, ()):
+            lines.append(f"{filename}: excluded from the wheelhouse by the scan: {reason}")
         if not wheels:
-            broken = self.excluded.get(name, ())
-            lines.extend(f"{b} (excluded as broken)" for b in broken)
-            if not broken:
+            if not self.excluded.get(name):
                 lines.append(f"the wheelhouse has no wheel named {name}")
             return lines
         rejected = {r.filename: r for r in self.rejected.get(name, [])}

@@ -440,6 +440,19 @@ def lock(
     help="Install a `wh bundle` archive or unpacked folder (verified first; implies --locked).",
 )
 @click.option(
+    "--trust",
+    "trust",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="With --bundle: the public key (KEY.pub) of a bundle maker you trust (repeatable); "
+    "the bundle must be signed by one of them.",
+)
+@click.option(
+    "--allow-unsigned",
+    is_flag=True,
+    help="With --bundle: install a bundle no trusted key signed (check its sha256 otherwise).",
+)
+@click.option(
     "--uv-cache",
     type=click.Choice(["auto", "shared", "private"]),
     default="auto",
@@ -466,6 +479,8 @@ def install(
     reinstall: bool,
     lock_timeout: float,
     bundle: Path | None,
+    trust: tuple[Path, ...],
+    allow_unsigned: bool,
     uv_cache: str,
     checks_mode: str,
     **kw: Any,
@@ -487,6 +502,8 @@ def install(
             bundle,
             on_close=click.get_current_context().call_on_close,
             status=lambda m: None if as_json else click.echo(f"· {m}", err=True),
+            trust=trust,
+            allow_unsigned=allow_unsigned,
         )
         locked = True
     python = kw["python"] or default_python()
@@ -862,12 +879,19 @@ def index_cmd(as_json: bool, verbose: int, wheelhouse: Path) -> None:
     help="Folder with wh's wheel and its dependencies for the target "
     "(default: build wh from its source tree and fetch its dependencies).",
 )
+@click.option(
+    "--sign",
+    "sign_key",
+    type=click.Path(path_type=Path),
+    help="Sign the bundle's manifest with this ed25519 private key (`wh keygen KEY`).",
+)
 def bundle(
     as_json: bool,
     verbose: int,
     wheelhouse: Path,
     output: Path,
     wh_wheels: Path | None,
+    sign_key: Path | None,
     **kw: Any,
 ) -> None:
     """Write one archive to install PROFILE offline: lock, wheels, wh, manifest, scripts."""
@@ -875,7 +899,15 @@ def bundle(
 
     profile = _profile(kw)
     with _hooks(as_json) as hooks:
-        result = make_bundle(profile, wheelhouse, _spec(kw), output, hooks, tool_wheels=wh_wheels)
+        result = make_bundle(
+            profile,
+            wheelhouse,
+            _spec(kw),
+            output,
+            hooks,
+            tool_wheels=wh_wheels,
+            sign_key=sign_key,
+        )
     data = {
         "bundle": str(result.path),
         "lock": result.lock_name,
@@ -884,6 +916,7 @@ def bundle(
         "files": result.files,
         "size": result.size,
         "sha256": result.sha256,
+        "signed_by": result.signed_by,
     }
 
     def text() -> None:
@@ -893,9 +926,29 @@ def bundle(
             f"{result.size:,} bytes"
         )
         click.echo(f"sha256 {result.sha256}  (compare it on the offline machine)")
+        if result.signed_by:
+            click.echo(f"signed by {result.signed_by}: install with --trust KEY.pub")
         click.echo("offline: unpack it, then run install.ps1 (Windows) or install.sh")
 
     _emit(as_json, data, text)
+
+
+@cli.command()
+@common
+@click.argument("key", type=click.Path(path_type=Path))
+def keygen(as_json: bool, verbose: int, key: Path) -> None:
+    """Make an ed25519 key pair for `wh bundle --sign`: KEY (private) and KEY.pub."""
+    from installer.signing import generate
+
+    fp = generate(key)
+    data = {"private_key": str(key), "public_key": f"{key}.pub", "fingerprint": fp}
+    _emit(
+        as_json,
+        data,
+        lambda: click.echo(
+            f"wrote {key} (keep it private) and {key}.pub (give it to whoever installs): {fp}"
+        ),
+    )
 
 
 def _refusals() -> None:
@@ -910,6 +963,7 @@ def _refusals() -> None:
         (why, cf.WHY),
         (scan, cf.SCAN),
         (index_cmd, cf.INDEX),
+        (keygen, cf.KEYGEN),
     ):
         cf.refuse_in(cmd, rules)
 

@@ -115,6 +115,15 @@ INSTALL = (
         "(name the PROFILE whose protections and checks should apply)",
         lambda kw: _locked(kw) and not kw.get("profile_name"),
     ),
+    *(
+        Rule(
+            name,
+            "has no effect without --bundle: only a bundle carries a signature "
+            "(`wh bundle --sign KEY` makes one)",
+            lambda kw: not kw.get("bundle"),
+        )
+        for name in ("trust", "allow_unsigned")
+    ),
     Rule(
         "uv_cache",
         "has no effect with --backend pip: only uv installs unpack through a uv cache "
@@ -151,6 +160,7 @@ VERIFY = (
 _SILENT = "has nothing to show: `wh {cmd}` runs no delegated command (-v shows those)"
 SCAN = (Rule("verbose", _SILENT.format(cmd="scan")),)
 INDEX = (Rule("verbose", _SILENT.format(cmd="index")),)
+KEYGEN = (Rule("verbose", _SILENT.format(cmd="keygen")),)
 
 _FETCH_WHY = "has no effect on `wh fetch`, which only downloads wheels: give it to `wh lock`"
 FETCH = tuple(

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ from installer.target import Target
 _PROBE = r"""
 import hashlib, json, os, sys, sysconfig
 if sys.version_info < (3, 10):  # the borrowed packaging needs 3.10: say so, do not crash
-    print(json.dumps({"too_old": "%d.%d.%d" % sys.version_info[:3]}))
+    with open(sys.argv[2], "w", encoding="utf-8") as out:
+        out.write(json.dumps({"too_old": "%d.%d.%d" % sys.version_info[:3]}))
     sys.exit(0)
 sys.path.insert(0, sys.argv[1])
 from packaging import tags, markers
@@ -65,7 +67,7 @@ for d in md.distributions():
         "installer": (d.read_text("INSTALLER") or "").strip(),
     })
 paths = sysconfig.get_paths()
-print(json.dumps({
+answer = json.dumps({
     "executable": sys.executable,
     "version": ".".join(map(str, sys.version_info[:3])),
     "prefix": sys.prefix,
@@ -77,7 +79,11 @@ print(json.dumps({
     "markers": markers.default_environment(),
     "dists": dists,
     "sys_path": [p for p in sys.path if p],
-}))
+})
+# The answer goes to the file wh named, never to stdout: a .pth file may print at start-up
+# (legal), and that output would share the stream with the answer.
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    out.write(answer)
 """
 _PROBE_ID = hashlib.sha256(_PROBE.encode()).hexdigest()[:16]  # a new probe forgets old answers
 
@@ -106,6 +112,10 @@ class Environment:
     scripts: Path
     target: Target
     dists: dict[NormalizedName, InstalledDist]
+    # what the interpreter printed to stdout while starting (a .pth file that prints): the
+    # probe itself prints nothing, and a backend that reads the interpreter's stdout (uv)
+    # cannot work with it
+    startup_output: str = ""
 
 
 def default_python() -> Path:
@@ -182,28 +192,38 @@ def probe(python: Path, *, cached: bool = False) -> Environment:
 
 
 def _run_probe(python: Path) -> dict[str, Any]:
+    """Run the probe in ``python``; its answer comes back in a file of its own, so what the
+    interpreter's start-up prints (a ``.pth`` line that runs ``print``) cannot corrupt it."""
     borrowed = str(Path(packaging.__file__).resolve().parent.parent)
+    fd, answer_name = tempfile.mkstemp(prefix="wh-probe-", suffix=".json")
+    os.close(fd)
+    answer = Path(answer_name)
     try:
-        done = proc.run(
-            [python, "-I", "-c", _PROBE, borrowed],
-            what=f"probing {python}",
-            shown=f"{python} -I -c <wh environment probe>",
-        )
-    except ProcessError as exc:
+        try:
+            done = proc.run(
+                [python, "-I", "-c", _PROBE, borrowed, answer],
+                what=f"probing {python}",
+                shown=f"{python} -I -c <wh environment probe>",
+            )
+        except ProcessError as exc:
+            raise TargetError(
+                f"target interpreter {python} could not be probed",
+                details=[exc.message, *exc.details],
+                hint="check that it is a working CPython 3.10 or newer",
+            ) from exc
+        text = answer.read_text(encoding="utf-8")
+    finally:
+        answer.unlink(missing_ok=True)
+    try:
+        data: dict[str, Any] = json.loads(text)
+    except ValueError as exc:
         raise TargetError(
-            f"target interpreter {python} could not be probed",
-            details=[exc.message, *exc.details],
-            hint="check that it is a working CPython 3.10 or newer",
+            f"{python} is not a Python interpreter wh can use: its answer to the probe is not "
+            f"JSON ({exc})",
+            details=[line for line in (done.stdout + done.stderr).splitlines()[-20:] if line],
+            hint="pass --python with a CPython 3.10+ interpreter or a venv folder, and check "
+            "that nothing in its site-packages replaces the json module",
         ) from exc
-    try:
-        data: dict[str, Any] = json.loads(done.stdout)
-    except ValueError:
-        first = (done.stdout.strip().splitlines() or ["(nothing)"])[0][:200]
-        raise TargetError(
-            f"{python} is not a Python interpreter wh can use: its answer to the probe is not JSON",
-            details=[f"it printed: {first}"],
-            hint="pass --python with a CPython 3.10+ interpreter or a venv folder",
-        ) from None
     if isinstance(data, dict) and "too_old" in data:
         raise TargetError(
             f"{python} is Python {data['too_old']}; wh needs a target of Python 3.10 or newer "
@@ -217,6 +237,7 @@ def _run_probe(python: Path) -> dict[str, Any]:
             "lacks the environment's markers",
             hint="pass --python with a CPython 3.10+ interpreter or a venv folder",
         )
+    data["startup_output"] = done.stdout[-2000:]
     return data
 
 
@@ -228,7 +249,7 @@ _DIST_FILES = ("METADATA", "PKG-INFO", "RECORD", "INSTALLER", "requires.txt")
 
 def _stat_or_none(path: Path | str) -> list[int] | None:
     try:
-        return stat_key(os.stat(path))
+        return stat_key(os.stat(path), path)
     except OSError:
         return None
 
@@ -341,4 +362,5 @@ def _environment(python: Path, data: dict[str, Any]) -> Environment:
         scripts=Path(data["scripts"]),
         target=target,
         dists=dists,
+        startup_output=str(data.get("startup_output", "")),
     )

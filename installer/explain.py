@@ -99,10 +99,11 @@ def _hint(
             "and hide the conflict, so use one only for a package you know works with it"
         )
     if not index.all_wheels.get(name) and index.excluded.get(name):
+        files = ", ".join(f for f, _r in index.excluded[name])
         return (
-            f"the wheelhouse's {name} wheel(s) are broken and were excluded: "
-            + "; ".join(index.excluded[name])
-            + f": replace them with sound builds of {name} (`wh scan --strict` lists every one)"
+            f"every wheel of {name} in the wheelhouse was excluded as unusable ({files}, see "
+            "above): replace it with a sound build (wh fetch online, or wh build), then lock "
+            "again; `wh scan --strict` lists every excluded file"
         )
     if not index.all_wheels.get(name):
         return (
@@ -140,7 +141,7 @@ def all_missing(
         who = ", ".join(sorted(missing[name])) or "the profile"
         broken = index.excluded.get(name, ())
         state = (
-            "broken: " + "; ".join(broken)
+            "broken: " + "; ".join(f"{f}: excluded by the scan: {r}" for f, r in broken)
             if broken
             else "no usable wheel"
             if index.all_wheels.get(name)

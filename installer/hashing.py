@@ -31,7 +31,18 @@ def file_digest(path: Path | str, algo: str = "sha256") -> tuple[bytes, int]:
 
 
 def open_binary(path: Path | str) -> int:
-    """A read-only file descriptor of ``path`` (binary on Windows), for ``fd_digest``."""
+    """A read-only file descriptor of ``path`` (binary on Windows), for ``fd_digest``.
+
+    On Windows the file is opened with ``FILE_SHARE_DELETE`` too (``os.open`` leaves it
+    out): the private-cache hashing reads uv's unpacked files while their hardlinks in the
+    staging folder are moved into place, and a rename of any link of a file fails with a
+    sharing violation while a handle without that share mode is open."""
+    if os.name == "nt":  # pragma: no cover - Windows only; modelled by test_windows
+        import msvcrt
+
+        from installer import win32
+
+        return win32.open_shared(str(path), win32.kernel32(), msvcrt)
     return os.open(path, os.O_RDONLY | _BINARY)
 
 

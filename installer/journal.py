@@ -17,6 +17,7 @@ run does when it finds a journal left by a killed process. Committing writes the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from installer import fsretry
 from installer.environment import InstalledDist
 from installer.errors import EnvironmentLockedError, InstallError, WhError
 from installer.layout import Schemes, WheelLayout, inside, installed_files, key, real
@@ -115,12 +117,14 @@ def _listing(root: Path) -> Watched:
     return Watched(str(root), True, tuple(sorted(entries)))
 
 
-def _watch_root(path: Path, base: Path) -> Path:
-    """Outside the site folders (data, headers): the highest folder the install would
-    create, else the file."""
+def _watch_root(path: Path, limit: Path) -> Path:
+    """Outside the site folders (data, headers, scripts): the highest folder the install
+    would create below ``limit`` (the environment's prefix), else the file. A scheme's own
+    folder may be created too (headers go to ``include/site/pythonX.Y/NAME/``), so the
+    climb goes past it: a rollback then removes every folder the install made."""
     top = path
     for parent in path.parents:
-        if parent == base or not inside(parent, base) or os.path.lexists(parent):
+        if parent == limit or not inside(parent, limit) or os.path.lexists(parent):
             break
         top = parent
     return top
@@ -152,6 +156,7 @@ def plan_record(
 ) -> Record:
     """Everything an install of ``layouts`` (replacing ``replaced``) may touch."""
     roots: dict[str, Path] = {key(r): r for r in extra_roots}
+    limit = real(prefix)
     site_dirs = frozenset(schemes.site_dirs())
     # per (site folder, top-level entry): does it exist now? Files under an absent one
     # cannot exist, so they need no lstat below.
@@ -160,7 +165,7 @@ def plan_record(
         for base, files in lay.runs:
             if base not in site_dirs:
                 for t in files:
-                    r = _watch_root(t.path, base)
+                    r = _watch_root(t.path, limit)
                     roots.setdefault(key(r), r)
                 continue
             here = tops.setdefault(base, {})
@@ -183,11 +188,11 @@ def plan_record(
             kept.append(r)
             kept_keys.add(k)
     moves: dict[str, Path] = {}
-    limit = real(prefix)
+    limit_key = key(limit)
     for dist in replaced:
         for owned in installed_files(dist):
-            if inside(owned.path, limit) and os.path.lexists(owned.path):
-                moves.setdefault(key(owned.path), owned.path)
+            if _under(owned.key, limit_key) and os.path.lexists(owned.text):
+                moves.setdefault(owned.key, owned.path)
                 for pyc in _pycache_siblings(owned.path):
                     moves.setdefault(key(pyc), pyc)
     for lay in layouts:
@@ -229,7 +234,7 @@ def _write(jdir: Path, record: Record) -> None:
         f.write(record.to_json())
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, jdir / "journal.json")
+    fsretry.replace(tmp, jdir / "journal.json")  # Windows: a scan of the new file passes
     _fsync_dir(jdir)
 
 
@@ -277,7 +282,7 @@ class Transaction:
             parents: set[Path] = set()
             for i, orig in enumerate(record.moves):
                 src = Path(orig)
-                shutil.move(src, jdir / "backup" / str(i))
+                fsretry.move(src, jdir / "backup" / str(i))
                 parents.add(src.parent)
             pruned = _prune(parents, real(prefix), {key(k) for k in keep})
             txn.record = replace(record, pruned=pruned, state="moved")
@@ -305,10 +310,16 @@ class Transaction:
             _write(self.dir, self.record)
 
     def finish(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        _discard(self.dir)
 
     def rollback(self) -> None:
         rollback(self.dir, self.record)
+
+
+def _under(k: str, root_key: str) -> bool:
+    """``inside`` for two comparison keys (normalised, case-folded where the filesystem is)."""
+    prefix = root_key if root_key.endswith(os.sep) else root_key + os.sep
+    return k == root_key or k.startswith(prefix)
 
 
 def _prune(parents: set[Path], limit: Path, keep: set[str]) -> tuple[str, ...]:
@@ -333,9 +344,9 @@ def _prune(parents: set[Path], limit: Path, keep: set[str]) -> tuple[str, ...]:
 
 def _remove(p: Path) -> None:
     if p.is_symlink() or p.is_file():
-        p.unlink()
+        fsretry.unlink(p)
     elif p.is_dir():
-        shutil.rmtree(p)
+        fsretry.rmtree(p)
 
 
 def rollback(jdir: Path, record: Record) -> None:
@@ -354,7 +365,7 @@ def rollback(jdir: Path, record: Record) -> None:
             pre = "" if rel == "." else rel + "/"
             for f in filenames:
                 if pre + f not in before:
-                    (Path(dirpath) / f).unlink()
+                    fsretry.unlink(Path(dirpath) / f)
             for d in dirnames:
                 if pre + d + "/" not in before and os.path.lexists(Path(dirpath) / d):
                     _remove(Path(dirpath) / d)
@@ -368,9 +379,21 @@ def rollback(jdir: Path, record: Record) -> None:
         dst = Path(orig)
         dst.parent.mkdir(parents=True, exist_ok=True)
         if dst.is_dir() and not dst.is_symlink():
-            shutil.rmtree(dst)
-        os.replace(b, dst)
-    shutil.rmtree(jdir, ignore_errors=True)
+            fsretry.rmtree(dst)
+        fsretry.replace(b, dst)
+    _discard(jdir)
+
+
+def _discard(jdir: Path) -> None:
+    """Remove a journal that has been acted on. Its record goes first: a folder a held file
+    keeps alive (Windows) is then an empty journal, never one that a later wh would roll
+    back a second time over what was installed since."""
+    with contextlib.suppress(FileNotFoundError):
+        fsretry.unlink(jdir / "journal.json")
+    try:
+        fsretry.rmtree(jdir)
+    except OSError:
+        shutil.rmtree(jdir, ignore_errors=True)
 
 
 def untrusted(record: Record, prefix: Path) -> list[str]:
@@ -455,7 +478,7 @@ def recover_if_needed(
     wait_for_writers(record, wait, on_wait)
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started))
     if record.state == "committed":
-        shutil.rmtree(jdir)
+        _discard(jdir)
         return f"completed the interrupted commit of {record.description} (pid {record.pid})"
     rollback(jdir, record)
     return (

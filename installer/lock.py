@@ -104,7 +104,7 @@ def render(
         sha256 = (digests or {}).get(w.path) or w.sha256
         if not sha256:  # pragma: no cover - do_lock hashes every locked wheel first
             raise LockError(f"wh has no sha256 for {w.filename}; this is a bug in wh")
-        rel = Path(os.path.relpath(w.path.resolve(), lock_dir)).as_posix()
+        rel = lock_relative(str(w.path.resolve()), str(lock_dir))
         tool: dict[str, Any] = {
             "required-by": [list(rb) for rb in chosen.required_by],
         }
@@ -217,6 +217,18 @@ def digest_ok(data: bytes) -> bool | None:
         return None
     blanked = data[: m.start()] + _DIGEST_BLANK + data[m.end() :]
     return m.group(0) == b'digest = "sha256:' + hashlib.sha256(blanked).hexdigest().encode() + b'"'
+
+
+def lock_relative(wheel: str, lock_dir: str, paths: Any = os.path) -> str:
+    """A wheel's ``path`` in the lock: relative to the lock's folder, "/"-separated; absolute
+    where no relative path exists (Windows: another drive, ``D:\\house`` for a lock on
+    ``C:``, or a UNC share, where ``relpath`` raises ValueError; a USB stick is the usual
+    air-gap layout). PEP 751 allows both. ``paths`` is ``os.path`` (``ntpath`` in tests)."""
+    try:
+        rel = paths.relpath(wheel, lock_dir)
+    except ValueError:
+        rel = paths.abspath(wheel)
+    return str(rel).replace(paths.sep, "/") if paths.sep != "/" else str(rel)
 
 
 def read(path: Path, *, require_digest: bool = True) -> Lock:

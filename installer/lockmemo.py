@@ -55,7 +55,7 @@ def _wheelhouse_stamp(root: Path) -> list[Any]:
     with os.scandir(root) as it:
         for de in it:
             if de.name.endswith(_SIDE_FILES) and de.is_file():
-                out.append([de.name, *stat_key(de.stat())])
+                out.append([de.name, *stat_key(de.stat(), de.path)])
     out.sort()
     return out
 

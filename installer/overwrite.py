@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +21,16 @@ class Clash:
 
     path: str
     writer: NormalizedName
-    owner: NormalizedName
+    owner: NormalizedName | None  # None: the file exists and no known distribution owns it
     owner_is_installed: bool
 
     def describe(self) -> str:
+        if self.owner is None:
+            return (
+                f"{self.writer} would overwrite {self.path}, which exists and which no "
+                "installed distribution owns (no RECORD, installed-files.txt or top_level.txt "
+                "names it)"
+            )
         where = "installed" if self.owner_is_installed else "also in the plan"
         return f"{self.writer} would overwrite {self.path}, owned by {self.owner} ({where})"
 
@@ -40,16 +47,33 @@ def clashes(
     with the same hash on both sides is no clash (pkg_resources-style namespace
     ``__init__.py``). ``allow_overwrite`` names distributions that may overwrite, or be
     overwritten, silently.
+
+    A file that already exists where a wheel writes, and that no installed distribution
+    owns by any form of its metadata (``layout.installed_files``), is a clash too: an
+    unowned ``*.pth`` or module someone put there by hand is not replaced without saying so.
+    Only files under a top-level entry that exists are looked at (a fresh install lstats
+    nothing).
     """
     allowed = {canonicalize_name(n) for n in allow_overwrite}
     changing = {lay.name for lay in layouts}
     owners: dict[str, tuple[NormalizedName, str, bool]] = {}
+    replaced: set[str] = set()  # what the distributions the plan replaces own
     for name, dist in installed.items():
+        files = installed_files(dist)
         if name in changing:
+            replaced.update(owned.key for owned in files)
             continue
-        for owned in installed_files(dist):
-            owners.setdefault(key(owned.path), (name, owned.hash, True))
+        for owned in files:
+            owners.setdefault(owned.key, (name, owned.hash, True))
     found: list[Clash] = []
+    if FOLD_NAMES:
+        found += _folded(layouts, owners, allowed)
+    for lay in layouts:
+        if lay.name not in allowed:
+            found += [
+                Clash(os.path.normpath(path), lay.name, None, True)
+                for path in _unowned(lay, owners, replaced)
+            ]
     for lay in layouts:
         # the path as text is made only for a clash (60,000 files, a handful of clashes)
         writes: list[tuple[str, Target | Path, str]] = [(t.cmp_key, t, t.hash) for t in lay.files]
@@ -69,10 +93,79 @@ def clashes(
     return found
 
 
+# macOS filesystems fold case and normalise Unicode: there ``Util.py`` and ``util.py``, or
+# ``café`` in NFC and NFD, are one file, whichever distribution wrote it. Windows folds case
+# too, which ``key`` (``normcase``) already does, so the ordinary check above sees it; NTFS
+# keeps NFC and NFD spellings apart, so folding them there would refuse sound installs.
+def folds_names(platform: str) -> bool:
+    """Whether ``platform``'s usual filesystem makes case and NFC/NFD variants one file
+    beyond what ``key`` folds (``sys.platform`` values)."""
+    return platform == "darwin"
+
+
+FOLD_NAMES = folds_names(sys.platform)
+
+
+def _folded(
+    layouts: Sequence[WheelLayout],
+    owners: Mapping[str, tuple[NormalizedName, str, bool]],
+    allowed: Collection[str],
+) -> list[Clash]:
+    """Writes that differ from an installed file, or an earlier wheel's, only by case or
+    Unicode normalisation (``portable.fold``), where the filesystem makes them one."""
+    from installer.portable import fold
+
+    seen = {fold(k): (k, name, inst) for k, (name, _d, inst) in owners.items()}
+    out: list[Clash] = []
+    for lay in layouts:
+        writes = [(t.cmp_key, t.text) for t in lay.files] + [(key(p), str(p)) for p in lay.scripts]
+        for k, text in writes:
+            f = fold(k)
+            prev = seen.get(f)
+            if prev is None:
+                seen[f] = (k, lay.name, False)
+            elif (
+                prev[0] != k
+                and prev[1] != lay.name
+                and prev[1] not in allowed
+                and lay.name not in allowed
+            ):
+                path = f"{os.path.normpath(text)} (a case or Unicode variant of {prev[0]})"
+                out.append(Clash(path, lay.name, prev[1], prev[2]))
+    return out
+
+
+def _unowned(lay: WheelLayout, owners: Collection[str], replaced: Collection[str]) -> list[str]:
+    """The files ``lay`` writes (its own members and its console scripts) that exist now as
+    files and that no installed distribution owns. Ownership is looked up first, so an
+    upgrade stats only the few files nobody owns (not the 35,000 a reinstall writes)."""
+    out: list[str] = []
+    tops: dict[tuple[Path, str], bool] = {}
+    for t in lay.files:
+        if not t.arcname or t.cmp_key in owners or t.cmp_key in replaced:
+            continue  # owned, or a file the backend generates inside the wheel's dist-info
+        top = (t.base, t.top)
+        if top not in tops:
+            tops[top] = os.path.lexists(t.base / t.top)
+        if tops[top] and _a_file(t.text):
+            out.append(t.text)
+    for p in lay.scripts:
+        k = key(p)
+        if k not in owners and k not in replaced and _a_file(str(p)):
+            out.append(str(p))
+    return out
+
+
+def _a_file(path: str) -> bool:
+    """A file or link at ``path`` (a folder in the way is not replaced: the install fails
+    there and rolls back, as ``test_a_real_write_failure_at_batch_3_rolls_back`` shows)."""
+    return os.path.islink(path) or os.path.isfile(path)
+
+
 def refuse_clashes(found: Sequence[Clash]) -> None:
     if not found:
         return
-    pairs = sorted({(c.writer, c.owner) for c in found})
+    pairs = sorted({(c.writer, c.owner or "") for c in found})
     raise WheelhouseError(
         f"{len(found)} file(s) would be overwritten by another distribution; nothing was installed",
         details=[c.describe() for c in found[:50]]

@@ -278,7 +278,7 @@ def resolve(
     max_rounds: int = 200_000,
     on_pin: Callable[[NormalizedName], None] | None = None,
     undeclared: Collection[NormalizedName] = (),
-    excluded: Mapping[NormalizedName, Sequence[str]] | None = None,
+    excluded: Mapping[NormalizedName, Sequence[tuple[str, str]]] | None = None,
     hints: bool = True,
 ) -> Resolution:
     """Resolve ``roots`` for ``target`` from ``wheels``. Pure: no disk, no subprocess.
@@ -288,14 +288,13 @@ def resolve(
     ``on_pin`` hears each name as the resolver pins it (a pin may still be undone by
     backtracking), so a caller can start work on likely results early. ``undeclared`` names
     roots that are dependencies nobody declares (a profile's extra requirements): the
-    install order puts them before the other roots. ``excluded`` maps a name to the
-    wheelhouse's broken wheels of it ("file: reason"), so a conflict says they are broken
-    rather than absent. ``hints`` False skips the trial resolutions behind a conflict's hints.
+    install order puts them before the other roots. ``excluded`` names the files of each
+    name the scan excluded, with why, so a conflict says they are broken rather than absent.
+    ``hints`` False skips the trial resolutions behind a conflict's hints.
     """
     pins = dict(pins or {})
     over = {o.name: o for o in overrides}
-    index = CandidateIndex.build(wheels, target, pins, installed)
-    index.excluded = dict(excluded or {})
+    index = CandidateIndex.build(wheels, target, pins, installed, excluded)
     root_needs: list[Need] = []
     root_applied: list[Applied] = []
     for r in roots:

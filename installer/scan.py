@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import NormalizedName, canonicalize_name
+
 from installer.cores import usable_cores
 from installer.errors import WheelhouseError
 from installer.hashing import parallel_map, sha256_file
@@ -29,6 +31,12 @@ class Problem:
     def __str__(self) -> str:
         return f"{self.path.name}: {self.reason}"
 
+    @property
+    def name(self) -> NormalizedName | None:
+        """The distribution the file's name claims (None when even that is unreadable)."""
+        stem = self.path.name.split("-", 1)[0]
+        return canonicalize_name(stem) if stem and "-" in self.path.name else None
+
 
 @dataclass(frozen=True)
 class Wheelhouse:
@@ -37,6 +45,14 @@ class Wheelhouse:
     root: Path
     wheels: tuple[Wheel, ...]
     problems: tuple[Problem, ...]
+
+    def excluded(self) -> dict[NormalizedName, list[tuple[str, str]]]:
+        """The excluded files by the name they claim, each with why it was excluded."""
+        out: dict[NormalizedName, list[tuple[str, str]]] = {}
+        for p in self.problems:
+            if p.name is not None:
+                out.setdefault(p.name, []).append((p.path.name, p.reason))
+        return out
 
 
 def _cache_file(root: Path) -> Path:
@@ -136,7 +152,11 @@ def scan(
     for p in paths:
         hit = cached.get(p.name)
         unhashed = hit is not None and "sha256" not in hit and "meta" in hit
-        if hit is not None and hit.get("stat") == stat_key(stats[p]) and not (hashes and unhashed):
+        if (
+            hit is not None
+            and hit.get("stat") == stat_key(stats[p], p)
+            and not (hashes and unhashed)
+        ):
             entries[p.name] = hit
         else:
             stale.append(p)
@@ -154,7 +174,7 @@ def scan(
                 on_hashed(p)
     for p in stale:
         m, digest, problem = done[p]
-        entry: dict[str, Any] = {"stat": stat_key(stats[p])}
+        entry: dict[str, Any] = {"stat": stat_key(stats[p], p)}
         if isinstance(m, str):
             entry["problem"] = m
         else:
@@ -193,7 +213,7 @@ def scan(
 
 def _stat_and_hash(path: Path) -> tuple[list[int], str]:
     """The file's stat key taken before its bytes are hashed, and its sha256."""
-    before = stat_key(path.stat())
+    before = stat_key(path.stat(), path)
     return before, sha256_file(path)
 
 
@@ -272,7 +292,9 @@ def add_hashes(
             entry = entries.get(path.name)
             before, digest = done[path]
             # only if the file still is what was hashed, and what the entry describes
-            if isinstance(entry, dict) and entry.get("stat") == before == stat_key(path.stat()):
+            if isinstance(entry, dict) and entry.get("stat") == before == stat_key(
+                path.stat(), path
+            ):
                 entry["sha256"] = digest
         _write_cache(cfile, entries)
     return tuple(replace(w, sha256=done[w.path][1]) if w.path in done else w for w in wheels)
@@ -306,7 +328,7 @@ def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
                 st = p.stat()
             except OSError:
                 continue
-            if e.get("stat") == stat_key(st):
+            if e.get("stat") == stat_key(st, p):
                 out[p] = str(e["sha256"])
     return out
 

@@ -17,7 +17,7 @@ from packaging.utils import NormalizedName
 
 from installer.errors import WheelhouseError
 from installer.scan import Problem, scan
-from installer.wheelfile import Wheel
+from installer.wheelfile import Wheel, WheelProblem, read_bounded
 
 SIMPLE = "simple"
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -121,7 +121,13 @@ def core_metadata(wheel: Path) -> bytes:
         ]
         if len(names) != 1:
             raise WheelhouseError(f"{wheel.name}: expected one .dist-info/METADATA")
-        return zf.read(names[0])
+        try:
+            return read_bounded(zf, names[0])
+        except WheelProblem as exc:
+            raise WheelhouseError(
+                f"{wheel.name}: {exc}",
+                hint="replace the wheel with a sound build; `wh scan` excludes it too",
+            ) from exc
 
 
 def _write_if_changed(path: Path, data: bytes, written: list[Path]) -> None:

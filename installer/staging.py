@@ -17,7 +17,6 @@ the journal watches it and a rollback removes it like any other new file.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName
 
-from installer import journal, lifetime
+from installer import fsretry, journal, lifetime
 from installer.errors import InstallError
 from installer.layout import Schemes, Target, WheelLayout, inside, key, real
 
@@ -230,7 +229,7 @@ class Mover:
                 details=[str(p.relative_to(self.root)) for p in left[:20]],
                 hint="report this; install with --backend pip meanwhile",
             )
-        shutil.rmtree(self.root)
+        fsretry.rmtree(self.root)
 
 
 class Early:
@@ -497,7 +496,7 @@ def _move_file(src: Path, dest: Path) -> None:
         return  # a file the backend generates only sometimes (e.g. REQUESTED)
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(src, dest)
+        fsretry.replace(src, dest)  # Windows: an antivirus scan of the file passes
     except OSError as exc:
         raise InstallError(
             f"could not move {dest} into place: {exc.strerror or exc}",
@@ -647,8 +646,8 @@ def _drop_cache(cache: Path, check: Checker) -> None:
     of the removal overlaps hashing what uv unpacked last."""
     try:
         for root in check.unpacked():
-            shutil.rmtree(root)
-        shutil.rmtree(cache)
+            fsretry.rmtree(root)
+        fsretry.rmtree(cache)
     except OSError as exc:
         raise InstallError(
             f"could not remove the private uv cache {cache}: {exc.strerror or exc}",

@@ -32,6 +32,55 @@ class WheelProblem(Exception):
 
 
 @dataclass(frozen=True)
+class ReadLimits:
+    """Bounds on a member wh reads whole (METADATA, WHEEL, RECORD, entry_points.txt), checked
+    against the central directory before anything is inflated, and enforced while inflating
+    (a member whose header lies about its size stops at the declared size).
+
+    Of 987 real wheels on this machine (``find / -name '*.whl'``) the largest such member is
+    a 1.9 MB RECORD (cmeel-boost; torch's is 1.3 MB) and none expands more than 13:1.
+    """
+
+    max_bytes: int = 64 << 20
+    max_ratio: float = 200.0
+    ratio_min_bytes: int = 1 << 20
+
+
+READ_LIMITS = ReadLimits()
+
+
+def member_problem(
+    name: str, size: int, packed: int, limits: ReadLimits = READ_LIMITS
+) -> str | None:
+    """Why a member of ``size`` bytes stored in ``packed`` must not be read whole, or None."""
+    if size > limits.max_bytes:
+        return (
+            f"{name} declares {size} bytes unpacked, more than the limit of {limits.max_bytes} "
+            "for a metadata file (zip bomb?)"
+        )
+    if size > limits.ratio_min_bytes and size > limits.max_ratio * max(packed, 1):
+        return (
+            f"{name} expands {packed} -> {size} bytes, more than {limits.max_ratio:.0f}:1 for "
+            "a metadata file (zip bomb?)"
+        )
+    return None
+
+
+def read_bounded(zf: zipfile.ZipFile, name: str, limits: ReadLimits = READ_LIMITS) -> bytes:
+    """``zf.read(name)`` after ``member_problem`` found nothing, and never more than the
+    declared size (``zipfile`` stops there and checks the CRC) nor the limit."""
+    info = zf.getinfo(name)
+    why = member_problem(name, info.file_size, info.compress_size, limits)
+    if why:
+        raise WheelProblem(why)
+    with zf.open(info) as f:
+        data = f.read(limits.max_bytes + 1)
+    if len(data) > limits.max_bytes:
+        raise WheelProblem(f"{name} expands past the limit of {limits.max_bytes} bytes (zip bomb?)")
+    return data
+
+
+@dataclass(frozen=True)
 class WheelMeta:
     """The raw metadata of a wheel, as strings: what the scan cache stores."""
 
@@ -215,6 +264,9 @@ def _fast_index(
         ]
         if flags & 0x61 or method not in (0, 8):  # encrypted, patched, strong encryption
             return None
+        why = member_problem(name, usize, csize)  # before a byte is read: a stored member
+        if why:  # of 1 GiB is as bad as one that inflates to it
+            raise WheelProblem(why)
         end = starts[bisect.bisect_right(starts, offset)] if offset < cd_off else offset
         with path.open("rb") as f:
             f.seek(offset)
@@ -231,7 +283,8 @@ def _fast_index(
         if len(data) != csize:
             return None
         try:
-            out = zlib.decompressobj(-15).decompress(data) if method == 8 else data
+            # never past the declared size: a header that lies about it is not inflated whole
+            out = zlib.decompressobj(-15).decompress(data, usize + 1) if method == 8 else data
         except zlib.error:
             return None
         if len(out) != usize or zlib.crc32(out) != crc:
@@ -299,7 +352,7 @@ def zip_index(path: Path) -> ZipIndex:
 
     def slow(name: str) -> bytes:
         with zipfile.ZipFile(path) as zf:
-            return zf.read(name)
+            return read_bounded(zf, name)
 
     def read(name: str) -> bytes:
         if name not in cache:
@@ -331,7 +384,7 @@ def read_meta(path: Path) -> WheelMeta:
             raw = _metadata_bytes(fast[0], fast[1])
         if raw is None:  # anything the fast reader does not handle: zipfile decides
             with zipfile.ZipFile(path) as zf:
-                raw = _metadata_bytes(zf.namelist(), zf.read)
+                raw = _metadata_bytes(zf.namelist(), lambda n: read_bounded(zf, n))
         assert raw is not None
     except zipfile.BadZipFile as exc:
         raise WheelProblem(f"not a valid zip file ({exc})") from exc

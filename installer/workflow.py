@@ -158,7 +158,7 @@ def do_lock(
             prereleases=prereleases,
             on_pin=prehash.start,
             undeclared=[canonicalize_name(e.requirement.name) for e in profile.extras],
-            excluded=excluded_by_name(wh),
+            excluded=wh.excluded(),
         )
         locked_names = set(resolution.packages)
         locked_wheels = [w for w in wh.wheels if w.name in locked_names]
@@ -231,17 +231,6 @@ def _overwrites(resolution: Resolution, allow: tuple[NormalizedName, ...]) -> li
         ],
         allow,
     )
-
-
-def excluded_by_name(wh: Wheelhouse) -> dict[NormalizedName, list[str]]:
-    """The scan's broken wheels by the project name in their filename: a conflict then says
-    "broken" where it would say "no wheel named X"."""
-    out: dict[NormalizedName, list[str]] = {}
-    for p in wh.problems:
-        out.setdefault(canonicalize_name(p.path.name.split("-", 1)[0]), []).append(
-            f"{p.path.name}: {' '.join(p.reason.split())}"
-        )
-    return out
 
 
 def lock_summary(result: LockResult) -> dict[str, Any]:
@@ -481,7 +470,7 @@ def _install_locked(
     asked: Asked,
 ) -> InstallResult:
     from installer import journal, safeguard, schedule, staging, unpredicted
-    from installer.backend import choose
+    from installer.backend import choose, fit_interpreter
     from installer.layout import Schemes
     from installer.plan import balanced, make_plan
 
@@ -502,7 +491,10 @@ def _install_locked(
     refuse_breaking(
         env, {a.package.name: a.package.version for a in plan.changes}, frozenset(lock.packages)
     )
-    backend = choose(backend_name or str(lock.tool.get("backend", "auto")))
+    requested = backend_name or str(lock.tool.get("backend", "auto"))
+    backend, note = fit_interpreter(choose(requested), requested, env.python, env.startup_output)
+    if note:
+        hooks.status(note)
     mode = link_mode or str(lock.tool.get("link-mode", "copy"))
     # reliability: validate every wheel and refuse overwrites before anything changes
     digests = {a.package.wheel: a.package.sha256 for a in plan.changes}  # checked above
@@ -512,6 +504,11 @@ def _install_locked(
         allow_overwrite=tuple(lock.tool.get("allow-overwrite", ())),
         digests=digests,
     )
+    from installer import portable
+
+    if portable.windows_paths_limited():  # Windows: MAX_PATH, checked before any change
+        files = ((t.text, t.arcname) for lay in layouts for t in lay.files)
+        portable.refuse_long_paths(files, str(env.prefix))
     by_wheel = {lay.wheel: lay for lay in layouts}
     # speed: regroup the levels so the backend's threads stay busy (dependencies still first)
     weights = {

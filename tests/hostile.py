@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from installer.lock import _DIGEST_BLANK, _DIGEST_RE
 from installer.wheelwriter import metadata_text, record_hash
 
 _EPOCH = (2020, 1, 1, 0, 0, 0)
@@ -125,9 +127,36 @@ def symlink(d: Path) -> Path:
     return _std(d, [*members(), ("evil/link", b"/etc/passwd", 0o120777)])
 
 
+def redigest(data: bytes) -> bytes:
+    """A hand-edited lock with its ``[tool.wh] digest`` recomputed, as anyone can (unkeyed)."""
+    m = _DIGEST_RE.search(data)
+    assert m is not None
+    blank = data[: m.start()] + _DIGEST_BLANK + data[m.end() :]
+    digest = hashlib.sha256(blank).hexdigest()
+    return blank.replace(_DIGEST_BLANK, f'digest = "sha256:{digest}"'.encode(), 1)
+
+
 def zip_bomb(d: Path) -> Path:
     """20 MiB of zeros in ~20 KiB: a 1000:1 ratio, past the 200:1 limit."""
     return _std(d, [*members(), ("evil/zeros.bin", bytes(20 << 20), 0o644)])
+
+
+def metadata_bomb(d: Path) -> Path:
+    """METADATA of 80 MiB (a blank line, then zeros) in ~80 KiB: read whole, as ``wh lock``
+    once did, it takes hundreds of MB; past the 64 MiB bound on a metadata file."""
+    di = "evil-1.0.dist-info"
+    ms = [
+        (n, data + b"\n" + bytes(80 << 20), m) if n == f"{di}/METADATA" else (n, data, m)
+        for n, data, m in members()
+    ]
+    return _std(d, ms)
+
+
+def total_ratio_bomb(d: Path) -> Path:
+    """40 members of 1 MiB of zeros each, every one far below the per-member threshold
+    (16 MiB), 1000:1 together."""
+    zeros = [(f"evil/zeros{i:02}.bin", bytes(1 << 20), 0o644) for i in range(40)]
+    return _std(d, [*members(), *zeros])
 
 
 def two_dist_infos(d: Path) -> Path:
@@ -216,6 +245,8 @@ CASES: dict[str, Case] = {
     "nul_byte": Case(nul_byte, "contains a control character", True),
     "symlink": Case(symlink, "symlink entry 'evil/link'", True),
     "zip_bomb": Case(zip_bomb, "(zip bomb?)", True),
+    "metadata_bomb": Case(metadata_bomb, "METADATA' expands", False),
+    "total_ratio_bomb": Case(total_ratio_bomb, "bytes in all, more than 200:1 (zip bomb?)", True),
     "two_dist_infos": Case(two_dist_infos, "expected exactly one .dist-info folder", False),
     "no_dist_info": Case(no_dist_info, "expected exactly one .dist-info folder, found none", False),
     "metadata_mismatch": Case(metadata_mismatch, "METADATA Name 'innocent'", False),

@@ -43,7 +43,7 @@ def _wheelhouse(tmp: Path) -> Path:
     return house
 
 
-def _bundle(tmp: Path, name: str = "demo.zip") -> Path:
+def _bundle(tmp: Path, name: str = "demo.zip", sign: Path | None = None) -> Path:
     """A bundle for this interpreter, with a stand-in wh wheel (no index needed)."""
     tool = tmp / "tool"
     tool.mkdir(exist_ok=True)
@@ -56,6 +56,7 @@ def _bundle(tmp: Path, name: str = "demo.zip") -> Path:
         out,
         Hooks(),
         tool_wheels=tool,
+        sign_key=sign,
     )
     return out
 
@@ -89,7 +90,7 @@ def test_bundle_holds_exactly_the_lock_and_a_manifest(tmp_path: Path) -> None:
 def test_open_bundle_verifies_and_finds_the_lock(tmp_path: Path, name: str) -> None:
     out = _bundle(tmp_path, name)
     closers: list[object] = []
-    lock = open_bundle(out, on_close=closers.append)
+    lock = open_bundle(out, on_close=closers.append, allow_unsigned=True)
     assert lock.name == "pylock.demo.toml" and lock.is_file()
     assert len(closers) == 1
 
@@ -119,14 +120,18 @@ def test_tampered_wheel_in_bundle_is_refused_before_install(tmp_path: Path) -> N
     _tampered_zip(out, bad, "demo/wheels/demo_lib-1.0-py3-none-any.whl")
     python = _venv(tmp_path / "venv")
     result = CliRunner().invoke(
-        cli, ["install", "--bundle", str(bad), "--python", str(python)], catch_exceptions=False
+        cli,
+        ["install", "--bundle", str(bad), "--python", str(python), "--allow-unsigned"],
+        catch_exceptions=False,
     )
     assert result.exit_code == 5, result.output
     assert "wheels/demo_lib-1.0-py3-none-any.whl: sha256" in result.output
     assert "nothing was installed" in result.output
     assert not _has(python, "demo_lib") and not _has(python, "demo_app")
     # the untampered bundle installs into the same environment
-    good = CliRunner().invoke(cli, ["install", "--bundle", str(out), "--python", str(python)])
+    good = CliRunner().invoke(
+        cli, ["install", "--bundle", str(out), "--python", str(python), "--allow-unsigned"]
+    )
     assert good.exit_code == 0, good.output
     assert _has(python, "demo_app")
 
@@ -140,9 +145,11 @@ def test_tampering_with_wheel_and_manifest_is_caught_by_the_lock(tmp_path: Path)
     data = wheel.read_bytes()
     wheel.write_bytes(data[:-30] + bytes(30))
     write_manifest(folder)  # the tamperer also rewrote SHA256SUMS
-    open_bundle(folder, on_close=lambda f: None)  # the manifest alone now agrees
+    open_bundle(folder, on_close=lambda f: None, allow_unsigned=True)  # the manifest agrees
     python = _venv(tmp_path / "venv")
-    result = CliRunner().invoke(cli, ["install", "--bundle", str(folder), "--python", str(python)])
+    result = CliRunner().invoke(
+        cli, ["install", "--bundle", str(folder), "--python", str(python), "--allow-unsigned"]
+    )
     assert result.exit_code == 5, result.output
     assert "do not match" in result.output and not _has(python, "demo_lib")
 
@@ -153,7 +160,7 @@ def test_unlisted_wheel_and_unsafe_archive_entries_are_refused(tmp_path: Path) -
     extract(out, root)
     shutil.copy(root / "demo/wheels/demo_lib-1.0-py3-none-any.whl", root / "demo/wheels/x.whl")
     with pytest.raises(LockError, match="1 file"):
-        open_bundle(root / "demo", on_close=lambda f: None)
+        open_bundle(root / "demo", on_close=lambda f: None, allow_unsigned=True)
     evil = tmp_path / "evil.zip"
     with zipfile.ZipFile(evil, "w") as zf:
         zf.writestr("../escape.txt", b"x")
@@ -206,7 +213,14 @@ def test_bootstrap_installs_offline_in_a_network_namespace(tmp_path: Path) -> No
     env.update(PYTHON=str(base), WH_CACHE_DIR=str(tmp_path / "offline-cache"))
     env["PATH"] = "/usr/bin:/bin"
     done = subprocess.run(
-        ["unshare", "-n", "sh", str(unpacked / "demo" / "install.sh"), str(target)],
+        [
+            "unshare",
+            "-n",
+            "sh",
+            str(unpacked / "demo" / "install.sh"),
+            str(target),
+            "--allow-unsigned",
+        ],
         env=env,
         capture_output=True,
         text=True,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import subprocess
@@ -11,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from installer.lock import _DIGEST_BLANK, _DIGEST_RE
 from tests.envsnap import diff, make_venv, site_packages, snapshot, wh
 from tests.factory import make_wheel
-from tests.hostile import CASES, write_corpus
+from tests.hostile import CASES, redigest, write_corpus
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -69,10 +67,21 @@ def test_hostile_wheel_is_refused_before_install(env: Env, case: str) -> None:
 def test_unreadable_wheel_is_excluded_by_the_scan(env: Env, case: str) -> None:
     done = env.wh("install", "-r", "evil", "--lockfile", f"{case}.toml", house=CORPUS / case)
     assert done.returncode == 4, done.stderr
+    # the file and the rule that excluded it, never "no wheel named evil" (issue 22, item 10)
+    assert "no wheel named evil" not in done.stderr
+    assert "evil-1.0-py3-none-any.whl: excluded from the wheelhouse by the scan: " in done.stderr
+    reason = done.stderr.split("excluded from the wheelhouse by the scan: ", 1)[1].split("\n")[0]
+    assert reason in scan_reasons(CORPUS / case)
+    assert "every wheel of evil in the wheelhouse was excluded as unusable" in done.stderr
     scan = wh("scan", "--strict", "--wheelhouse", CORPUS / case, cwd=env.root)
     assert scan.returncode == 3
     assert "excluded" in scan.stdout
     env.unchanged()
+
+
+def scan_reasons(house: Path) -> str:
+    """What `wh scan` says of the excluded files (the same words a conflict must use)."""
+    return wh("scan", "--wheelhouse", house, cwd=house).stdout
 
 
 def _lock(env: Env, name: str, *reqs: str) -> Path:
@@ -89,14 +98,6 @@ def _install_locked(env: Env, lock: Path) -> subprocess.CompletedProcess[str]:
     return wh("install", "--locked", "--lockfile", lock, "--python", env.venv, cwd=env.root)
 
 
-def _redigest(data: bytes) -> bytes:
-    m = _DIGEST_RE.search(data)
-    assert m is not None
-    blank = data[: m.start()] + _DIGEST_BLANK + data[m.end() :]
-    digest = hashlib.sha256(blank).hexdigest()
-    return blank.replace(_DIGEST_BLANK, f'digest = "sha256:{digest}"'.encode(), 1)
-
-
 def test_lock_edited_by_hand(env: Env) -> None:
     lock = _lock(env, "edited", "app")
     lock.write_bytes(lock.read_bytes().replace(b'version = "1.0"', b'version = "1.1"', 1))
@@ -110,7 +111,7 @@ def test_lock_edited_by_hand(env: Env) -> None:
 def test_lock_with_only_a_weak_hash(env: Env, weak: str) -> None:
     lock = _lock(env, f"weak-{weak}", "app")
     data = re.sub(rb"sha256 = \"[0-9a-f]+\"", f'{weak} = "00"'.encode(), lock.read_bytes())
-    lock.write_bytes(_redigest(data))
+    lock.write_bytes(redigest(data))
     done = _install_locked(env, lock)
     assert done.returncode == 5
     assert f"has no sha256 hash (found: {weak})" in done.stderr

@@ -278,3 +278,38 @@ def test_full_disk_rolls_back(tmp_path: Path, small_disk: Path) -> None:
     assert "No space left on device" in done.stderr or "os error 28" in done.stderr
     assert diff(before, snapshot(venv)) == []
     assert not (venv / ".wh-journal").exists()
+
+
+def test_a_failed_install_leaves_no_empty_folder_behind(tmp_path: Path) -> None:
+    """Issue 22, item 8: restored means the same tree, folders included. A wheel's headers
+    land in ``include/site/pythonX.Y/NAME/``, folders the venv did not have; a failure after
+    the backend wrote them removes them all, as the data folders beside them."""
+    house = tmp_path / "house"
+    write_wheel(
+        house,
+        "hdr",
+        "1.0",
+        {
+            "hdr/__init__.py": b"",
+            "hdr-1.0.data/headers/deep/hdr.h": b"#define HDR 1\n",
+            "hdr-1.0.data/data/share/hdr/deep/notes.txt": b"n\n",
+        },
+    )
+    venv = make_venv(tmp_path / "venv")
+    before = snapshot(venv)
+    done = wh(
+        "install", "-r", "hdr", "--wheelhouse", house, "--python", venv,
+        "--lockfile", tmp_path / "hdr.toml", cwd=tmp_path, env={"WH_TEST_FAULT": "1:fail"},
+    )  # fmt: skip
+    assert done.returncode == 7, done.stderr
+    assert "injected fault after batch 1" in done.stderr
+    assert diff(before, snapshot(venv)) == []
+    assert not list(venv.glob("include/site"))
+    ok = wh(
+        "install", "-r", "hdr", "--wheelhouse", house, "--python", venv,
+        "--lockfile", tmp_path / "hdr.toml", cwd=tmp_path,
+    )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert (
+        next(venv.glob("include/site/python3*/hdr/deep/hdr.h")).read_bytes() == b"#define HDR 1\n"
+    )

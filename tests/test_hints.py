@@ -92,7 +92,9 @@ def test_a_broken_wheel_is_reported_as_broken(
                "--lockfile", tmp_path / "l.toml")  # fmt: skip
     assert r.returncode == 4, r.stdout + r.stderr
     assert "no wheel named lib" not in r.stderr
-    assert "lib-1.0-py3-none-any.whl: invalid Requires-Dist 'torch >= = 2'" in r.stderr
-    assert "(excluded as broken)" in r.stderr
-    assert "the wheelhouse's lib wheel(s) are broken and were excluded" in r.stderr
+    assert (
+        "lib-1.0-py3-none-any.whl: excluded from the wheelhouse by the scan: "
+        "invalid Requires-Dist 'torch >= = 2'"
+    ) in r.stderr
+    assert "every wheel of lib in the wheelhouse was excluded as unusable" in r.stderr
     assert "replace" in r.stderr

@@ -105,6 +105,36 @@ def test_recover_after_a_crash_is_idempotent(venv: Path, tmp_path: Path) -> None
     assert journal.recover_if_needed(venv) is None
 
 
+def test_a_journal_folder_a_held_file_keeps_is_not_rolled_back_twice(
+    venv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows: an antivirus holding a file in the journal keeps its folder after a
+    rollback. The record goes first, so the next wh finds an empty journal and undoes
+    nothing installed since (a second rollback would delete it as "new")."""
+    import shutil
+
+    before = snapshot(venv)
+    txn = _begin(venv, tmp_path)
+    _simulate_install(venv)
+    real_rmtree = shutil.rmtree
+
+    def held(path: object, *a: object, **k: object) -> None:
+        if Path(str(path)).name != ".wh-journal":
+            real_rmtree(path, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(journal.fsretry, "rmtree", held)
+    monkeypatch.setattr(journal.shutil, "rmtree", held)
+    txn.rollback()
+    left = diff(before, snapshot(venv))
+    assert left and all(line.startswith("added .wh-journal") for line in left), left
+    assert not (venv / ".wh-journal" / "journal.json").exists()
+    monkeypatch.undo()
+    later = site_packages(venv) / "installed_since.py"  # a later install's file
+    later.write_text("kept\n")
+    assert "empty install journal" in (journal.recover_if_needed(venv) or "")
+    assert diff(before, snapshot(venv)) == [f"added {later.relative_to(venv).as_posix()}"]
+
+
 def test_a_committed_journal_is_finished_not_undone(venv: Path, tmp_path: Path) -> None:
     txn = _begin(venv, tmp_path)
     _simulate_install(venv)

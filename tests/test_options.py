@@ -158,8 +158,18 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     ("install", "checks_mode"): ByTest(
         "tests.test_false_pass::test_checks_warn_installs_and_reports", "--checks"
     ),
+    ("install", "trust"): Diff(
+        ("install", "--bundle", "{B}", "--python", "{Q}", "--dry-run"), ("--trust", "{K}.pub")
+    ),
+    ("install", "allow_unsigned"): Diff(
+        ("install", "--bundle", "{B}", "--python", "{Q}", "--dry-run"), ("--allow-unsigned",)
+    ),
     ("install", "as_json"): Diff(DRY, ("--json",)),
     ("install", "verbose"): Diff(DRY, ("-v",)),
+    # keygen
+    ("keygen", "key"): Diff(("keygen", "{O}/k"), ("{O}/k2",), ("{O}/k",)),
+    ("keygen", "as_json"): Diff(("keygen", "{O}/k"), ("--json",)),
+    ("keygen", "verbose"): Refused(("keygen", "{O}/k", "-v"), "runs no delegated command"),
     # verify
     ("verify", "profile_name"): Diff(("verify", "--python", "{F}"), ("p",)),
     ("verify", "configs"): Refused((*VERIFY, "-c", "{C}"), "has no effect without a PROFILE"),
@@ -209,6 +219,7 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     ),
     ("recover", "as_json"): Diff(("recover", "--python", "{F}"), ("--json",)),
     # bundle
+    ("bundle", "sign_key"): Diff(BUNDLE, ("--sign", "{K}")),
     ("bundle", "profile_name"): Diff(BUNDLE, ("q",), ("p",)),
     ("bundle", "configs"): Diff(BUNDLE, ("-c", "{C}")),
     ("bundle", "requirements"): Diff(BUNDLE, ("-r", "other")),
@@ -363,6 +374,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             ["install", "--locked", "--lockfile", lock, "--python", f],
             ["bundle", "p", "--wheelhouse", h, "--python", q, "-o", root / "b.zip",
              "--wh-wheels", tool],
+            ["keygen", root / "k"],
         ):  # fmt: skip
             r = runner.invoke(cli, [str(a) for a in argv])
             assert r.exit_code == 0, r.output
@@ -380,6 +392,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "C": str(root / "other.toml"),
         "B": str(root / "b.zip"),
         "W": str(tool),
+        "K": str(root / "k"),
         "R": str(venv_python(root / "r")),
     }
 
@@ -415,7 +428,8 @@ def _run(argv: list[str], world: dict[str, str], out: Path) -> tuple[int, str, d
 
 
 def _unzip_lock(files: dict[str, str], out: Path) -> dict[str, str]:
-    """A bundle's lock decides what it installs: compare it rather than the archive."""
+    """A bundle's lock (and its signature) decide what it installs: compare them, not the
+    archive."""
     import zipfile
 
     extra: dict[str, str] = {}
@@ -423,7 +437,7 @@ def _unzip_lock(files: dict[str, str], out: Path) -> dict[str, str]:
         if name.endswith(".zip"):
             with zipfile.ZipFile(out / name) as zf:
                 for n in zf.namelist():
-                    if n.endswith(".toml") or n.endswith(".whl"):
+                    if n.endswith((".toml", ".whl", ".sig")):
                         extra[n] = hashlib.sha256(zf.read(n)).hexdigest()
     return extra
 

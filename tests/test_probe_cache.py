@@ -138,3 +138,42 @@ def test_requirements_come_from_metadata_headers_or_an_egg_infos_requires_txt(
     assert [str(r) for r in dists["needy"].requires] == ["six>=1", 'idna; extra == "web"']
     assert dists["bare"].requires == ()
     assert [str(r) for r in dists["old"].requires] == ["attrs>=20", 'idna; extra == "web"']
+
+
+def test_a_pth_file_that_prints_does_not_break_the_probe(
+    new_venv: Callable[..., Path], tmp_path: Path
+) -> None:
+    """A ``.pth`` line starting with ``import`` runs at every start-up and may print (legal):
+    the probe's answer comes back in a file of its own, so install and verify still work
+    and the output goes nowhere near the answer (issue 22, item 9)."""
+    from tests.envsnap import diff, snapshot, wh
+
+    python = new_venv()
+    site = Path(probe(python).purelib)
+    (site / "noisy.pth").write_text(
+        'import sys; print("{\\"hello\\": 1} from a pth"); sys.stdout.flush()\n'
+    )
+    env = probe(python)
+    assert env.prefix == python.parent.parent
+    house = tmp_path / "house"
+    make_wheel(house, "pkg", "1.0")
+    lock = ("-r", "pkg", "--lockfile", tmp_path / "pkg.toml", "--python", python)
+    assert wh("lock", *lock, "--wheelhouse", house, cwd=tmp_path).returncode == 0
+    # uv's own interpreter query reads the start-up's stdout and fails on it (uv 0.13):
+    # asked for by name, uv is refused before anything changes (exit 10, "target unusable")
+    before = snapshot(python.parent.parent)
+    refused = wh("install", "--locked", *lock, "--backend", "uv", cwd=tmp_path)
+    assert refused.returncode == 10, refused.stderr
+    assert "prints to stdout as it starts, which uv cannot work with" in refused.stderr
+    assert 'start-up output: {"hello": 1} from a pth' in refused.stderr
+    assert "use --backend pip" in refused.stderr
+    assert diff(before, snapshot(python.parent.parent)) == []
+    # by default wh takes pip, which runs inside the target and is not confused, and says so
+    done = wh("install", "--locked", *lock, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "which uv cannot work with: installing with pip" in done.stderr
+    again = wh("verify", *lock, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "Traceback" not in done.stderr + again.stderr
+    assert str(probe(python).dists["pkg"].version) == "1.0"
+    assert (site / "noisy.pth").exists()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import re
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -149,3 +152,89 @@ def test_the_index_gives_zipfiles_rows_on_the_fast_and_the_fallback_path(tmp_pat
             assert index.modes == [i.external_attr >> 16 for i in infos]
             assert [index.read(n) for n in index.names] == [zf.read(n) for n in index.names]
         assert index.modes[-1] == 0o120777
+
+
+def _bomb_metadata(path: Path, body: int, *, stored_size: int | None = None) -> Path:
+    """A wheel whose METADATA is headers plus ``body`` zero bytes; ``stored_size`` rewrites
+    the size both headers declare (a lying archive)."""
+    meta = b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n\n" + bytes(body)
+    members = [*_members()[:2], (META, meta)]
+    _zip(path, members, compression=zipfile.ZIP_DEFLATED)
+    if stored_size is not None:
+        data = bytearray(path.read_bytes())
+        real = len(meta).to_bytes(4, "little")
+        fake = stored_size.to_bytes(4, "little")
+        assert data.count(real) == 2  # the local header and the central directory entry
+        path.write_bytes(bytes(data).replace(real, fake))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("body", "expect"),
+    [
+        (80 << 20, "more than the limit of 67108864 for a metadata file (zip bomb?)"),
+        (20 << 20, "more than 200:1 for a metadata file (zip bomb?)"),
+    ],
+)
+def test_a_metadata_bomb_is_refused_before_it_is_inflated(
+    tmp_path: Path, body: int, expect: str
+) -> None:
+    """Issue 22, item 6: the size and ratio the central directory declares are checked
+    before METADATA is inflated, on the fast path and through zipfile alike."""
+    wheel = _bomb_metadata(tmp_path / "pkg-1.0-py3-none-any.whl", body)
+    with pytest.raises(WheelProblem, match=re.escape(expect)) as info:
+        read_meta(wheel)
+    assert "pkg-1.0.dist-info/METADATA" in str(info.value)
+    from installer.wheelfile import read_bounded
+
+    with zipfile.ZipFile(wheel) as zf, pytest.raises(WheelProblem, match=re.escape(expect)):
+        read_bounded(zf, META)
+
+
+def test_the_fast_reader_refuses_a_bomb_before_reading_a_byte_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The declared sizes decide before the member is read: a stored (uncompressed) 1 GiB
+    METADATA would otherwise be read whole into memory just to be refused."""
+    wheel = _bomb_metadata(tmp_path / "pkg-1.0-py3-none-any.whl", 80 << 20)
+    fast = _fast_zip(wheel)
+    assert fast is not None
+
+    def no_read(*_a: object, **_k: object) -> None:
+        raise AssertionError("the member was opened")
+
+    monkeypatch.setattr(Path, "open", no_read)
+    with pytest.raises(WheelProblem, match="more than the limit of 67108864"):
+        fast[1](META)
+
+
+def test_a_member_that_lies_about_its_size_is_not_inflated_past_it(tmp_path: Path) -> None:
+    """A METADATA declaring 200 bytes that inflates to 50 MiB: the fast reader stops at the
+    declared size (and steps aside), zipfile stops there too and fails the CRC."""
+    wheel = _bomb_metadata(tmp_path / "pkg-1.0-py3-none-any.whl", 50 << 20, stored_size=200)
+    fast = _fast_zip(wheel)
+    assert fast is not None
+    assert fast[1](META) is None  # not vouched for: not inflated whole either
+    with pytest.raises(WheelProblem, match="not a valid zip file"):
+        read_meta(wheel)
+
+
+def test_reading_a_metadata_bomb_stays_small(tmp_path: Path) -> None:
+    """The memory bound, measured: `wh scan` of a wheelhouse holding an 80 MiB METADATA
+    (80 KiB on disk) peaks far below the 80 MiB the member would take inflated (VmHWM: the
+    peak of this process's own memory; ru_maxrss would carry the forking parent's)."""
+    if not Path("/proc/self/status").is_file():
+        pytest.skip("needs /proc/self/status (Linux) to read the peak memory")
+    house = tmp_path / "house"
+    house.mkdir()
+    _bomb_metadata(house / "pkg-1.0-py3-none-any.whl", 80 << 20)
+    code = (
+        "import sys; from pathlib import Path; from installer.scan import scan; "
+        "r = scan(Path(sys.argv[1]), hashes=False); assert not r.wheels and r.problems; "
+        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, house], capture_output=True, text=True, check=True
+    )
+    peak_kib = int(done.stdout)
+    assert peak_kib < 70 << 10, f"peak RSS {peak_kib} KiB"

@@ -1,14 +1,21 @@
 # wh bundle bootstrap (Windows PowerShell): needs only Python, never the network.
 #   powershell -ExecutionPolicy Bypass -File install.ps1 [-Venv C:\path\to\venv] [-Python py]
-# The target venv is created if missing; wh itself goes into <bundle>\.wh-venv.
+#       [-Trust C:\keys\maker.pub] [-AllowUnsigned]
+# The target venv is created if missing, with the bundle's target Python (`py -3.X`, X from
+# python-version= in bundle.txt); wh itself goes into <bundle>\.wh-venv. The bundle installs
+# only when a -Trust key signed it, or with -AllowUnsigned.
 param(
     [string]$Venv = (Join-Path $PSScriptRoot "venv"),
     [string]$Python = "",
-    [string]$WhVenv = (Join-Path $PSScriptRoot ".wh-venv")
+    [string]$WhVenv = (Join-Path $PSScriptRoot ".wh-venv"),
+    [string[]]$Trust = @(),
+    [switch]$AllowUnsigned
 )
 $ErrorActionPreference = "Stop"
 $Here = $PSScriptRoot
-$WhVersion = ((Get-Content (Join-Path $Here "bundle.txt")) | Where-Object { $_ -like "wh-version=*" }).Substring(11)
+$Info = Get-Content (Join-Path $Here "bundle.txt")
+$WhVersion = ($Info | Where-Object { $_ -like "wh-version=*" }).Substring(11)
+$PyVersion = ($Info | Where-Object { $_ -like "python-version=*" } | ForEach-Object { $_.Substring(15) })
 
 # No configured index, proxy or constraint may interfere: everything comes from the bundle.
 $env:PIP_CONFIG_FILE = "nul"
@@ -25,6 +32,8 @@ function Invoke-Checked([string]$Exe, [string[]]$Arguments) {
 
 function Get-BasePython {
     if ($Python) { return @($Python) }
+    # the launcher's -3 is the newest Python, which `wh install --locked` then refuses
+    if ($PyVersion -and (Get-Command py -ErrorAction SilentlyContinue)) { return @("py", "-$PyVersion") }
     if (Get-Command py -ErrorAction SilentlyContinue) { return @("py", "-3") }
     return @("python")
 }
@@ -42,5 +51,8 @@ if (-not (Test-Path $TargetPython)) {
     Write-Host "creating the target environment $Venv"
     Invoke-Checked $Base[0] ($BaseArgs + @("-m", "venv", $Venv))
 }
-& $WhExe install --locked --bundle $Here --python $TargetPython
+$Extra = @()
+foreach ($k in $Trust) { $Extra += @("--trust", $k) }
+if ($AllowUnsigned) { $Extra += "--allow-unsigned" }
+& $WhExe install --locked --bundle $Here --python $TargetPython @Extra
 exit $LASTEXITCODE

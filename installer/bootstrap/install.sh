@@ -1,12 +1,21 @@
 #!/bin/sh
 # wh bundle bootstrap (Linux/macOS): needs only Python, never the network.
-#   sh install.sh [VENV]     install the bundle's lock into VENV (created if missing; default ./venv)
+#   sh install.sh [VENV] [--trust KEY.pub | --allow-unsigned]
+#       install the bundle's lock into VENV (created if missing; default ./venv); the options
+#       after VENV go to `wh install`: a bundle installs only when a trusted key signed it,
+#       or with --allow-unsigned.
 # Environment: PYTHON (interpreter to create venvs with, default python3),
 #              WH_VENV (where wh itself is installed, default <bundle>/.wh-venv).
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
+# the bundle's target Python (python-version=3.X in bundle.txt), else python3
+PY_VERSION=$(sed -n 's/^python-version=//p' "$HERE/bundle.txt")
+if [ -z "${PYTHON:-}" ] && [ -n "$PY_VERSION" ] && command -v "python$PY_VERSION" >/dev/null 2>&1; then
+    PYTHON="python$PY_VERSION"
+fi
 PYTHON=${PYTHON:-python3}
 TARGET=${1:-$HERE/venv}
+if [ "$#" -gt 0 ]; then shift; fi
 WH_VENV=${WH_VENV:-$HERE/.wh-venv}
 WH_VERSION=$(sed -n 's/^wh-version=//p' "$HERE/bundle.txt")
 
@@ -24,4 +33,4 @@ if [ ! -x "$TARGET/bin/python" ]; then
     echo "creating the target environment $TARGET"
     "$PYTHON" -m venv "$TARGET"
 fi
-exec "$WH_VENV/bin/wh" install --locked --bundle "$HERE" --python "$TARGET/bin/python"
+exec "$WH_VENV/bin/wh" install --locked --bundle "$HERE" --python "$TARGET/bin/python" "$@"
