@@ -141,6 +141,12 @@ def profile_options(f: F) -> F:
             help="Override every wheel's requirement on a name, e.g. 'kernel==0.4.3'.",
         ),
         click.option(
+            "--drop",
+            "drops",
+            multiple=True,
+            help="Drop a dependency where a marker holds: 'uvloop; sys_platform == \"win32\"'.",
+        ),
+        click.option(
             "--protect",
             "protections",
             multiple=True,
@@ -189,6 +195,7 @@ def _profile(kw: dict[str, Any]) -> Profile:
         allow_overwrite=kw["allow_overwrite"],
         overrides=kw["overrides"],
         protections=kw["protections"],
+        drops=kw["drops"],
         imports=kw["imports"],
         snippets=kw["snippets"],
         link_mode=kw["link_mode"],
@@ -374,6 +381,10 @@ def lock(
         for text in data["unused_overrides"]:
             name = canonicalize_name(Requirement(text).name)
             click.echo(f"unused override: {text} (nothing required {name})")
+        for d in data["drops_applied"]:
+            click.echo(f"dropped: {d['by']}: {d['requirement']} ({d['reason'] or 'no reason'})")
+        for text in data["unused_drops"]:
+            click.echo(f"unused drop: {text} (no wheel requires it on this target)")
         for n, version in data["protected"].items():
             click.echo(f"protected: {n} {version} kept as installed")
         if data["excluded_wheels"]:
@@ -590,7 +601,12 @@ def why(
     path = lockfile or default_lock_path(str(profile_name))
     lk = lockmod.read(path)
     key = canonicalize_name(name)
-    found = chains(lk, key)
+    dropped = [
+        d
+        for d in lk.tool.get("drops-applied", [])
+        if canonicalize_name(Requirement(d["requirement"]).name) == key
+    ]
+    found = chains(lk, key) if not dropped or key in lk.packages else []
     applied = [
         a
         for a in lk.tool.get("overrides-applied", [])
@@ -619,10 +635,19 @@ def why(
             [{"parent": link.parent, "requirement": link.requirement} for link in c] for c in found
         ],
         "overrides": applied,
+        "dropped": dropped,
         "why_not": not_chosen,
     }
 
     def text() -> None:
+        for d in dropped:
+            click.echo(
+                f"{key} is dropped in {path}: {d['by']} requires {d['requirement']}, dropped"
+                + (f" where {d['marker']}" if d["marker"] else "")
+                + f" ({d['reason'] or 'no reason given'})"
+            )
+        if dropped and not found:
+            return
         click.echo(f"{key} {pkg.version if pkg else '(protected, kept)'} is in {path} because:")
         for c in found:
             click.echo(

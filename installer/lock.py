@@ -145,6 +145,15 @@ def render(
             for a in resolution.applied
         ],
         "unused-overrides": [str(o.requirement) for o in resolution.unused_overrides],
+        "drops": [
+            {"name": d.name, "marker": str(d.marker or ""), "reason": d.reason}
+            for d in profile.drops
+        ],
+        "drops-applied": [
+            {"by": d.by, "requirement": d.requirement, "marker": d.marker, "reason": d.reason}
+            for d in resolution.dropped
+        ],
+        "unused-drops": [d.describe() for d in resolution.unused_drops],
         # dependencies nobody declares: installed before the other roots
         "extra-requirements": [
             {"requirement": str(e.requirement), "reason": e.reason} for e in profile.extras

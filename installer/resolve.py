@@ -6,6 +6,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
+from types import MappingProxyType
 from typing import Any
 
 import resolvelib
@@ -16,13 +17,14 @@ from packaging.version import Version
 
 from installer.candidates import Candidate, CandidateIndex, Pinned, Rejected
 from installer.errors import ResolutionError
-from installer.overrides import Applied, apply_override
-from installer.profile import Override
+from installer.overrides import Applied, Dropped, apply_override, drop_applies
+from installer.profile import Drop, Override
 from installer.schedule import order_graph
 from installer.target import Target
 from installer.wheelfile import Wheel
 
 PRERELEASE_POLICIES = ("if-necessary-or-explicit", "allow", "disallow")
+_NO_DROPS: Mapping[NormalizedName, Drop] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,10 @@ class Resolution:
     levels: tuple[tuple[NormalizedName, ...], ...] = field(default=())
     # wheels of the chosen packages that do not fit the target (tag, Requires-Python)
     rejected: tuple[Rejected, ...] = field(default=())
+    dropped: tuple[Dropped, ...] = field(default=())
+    unused_drops: tuple[Drop, ...] = field(default=())
+    # names no wheel can be had for (only with ``placeholders``): who asked, and for what
+    unavailable: Mapping[NormalizedName, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     def versions(self) -> dict[str, str]:
         return {n: str(c.candidate.version) for n, c in sorted(self.packages.items())}
@@ -100,11 +106,15 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         target: Target,
         overrides: Mapping[NormalizedName, Override],
         prereleases: str,
+        drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
+        placeholders: bool = False,
     ) -> None:
         self.index = index
         self.target = target
         self.overrides = overrides
         self.prereleases = prereleases
+        self.drops = drops
+        self.placeholders = placeholders
         self._deps: dict[Candidate, list[Need]] = {}
 
     def identify(self, requirement_or_candidate: Need | Candidate) -> str:
@@ -142,12 +152,26 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
             if c.version not in bad and all(self._satisfies(r, c) for r in reqs)
         ]
         ok = order_prereleases(ok, self.prereleases)
+        if not ok and self.placeholders and not bad and self._unobtainable(name, reqs):
+            # a requirement no wheel can meet at all: a stand-in lets the rest resolve, so
+            # every such name is reported in one run (never written to a lock)
+            ok = [Candidate(name, Version("0"), None, (), missing=True)]
         if extras:
-            return [Candidate(c.name, c.version, c.wheel, c.declared, c.pinned, extras) for c in ok]
+            return [
+                Candidate(c.name, c.version, c.wheel, c.declared, c.pinned, extras, c.missing)
+                for c in ok
+            ]
         return ok
+
+    def _unobtainable(self, name: NormalizedName, reqs: Sequence[Need]) -> bool:
+        """Some requirement on ``name`` is met by no candidate at all (not a conflict)."""
+        cands = self.index.candidates(name)
+        return any(not any(self._satisfies(r, c) for c in cands) for r in reqs)
 
     @staticmethod
     def _satisfies(req: Need, cand: Candidate) -> bool:
+        if cand.missing:
+            return True
         version = cand.version
         ok = req.verdicts.get(version)
         if ok is None:
@@ -164,7 +188,7 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
     def get_dependencies(self, candidate: Candidate) -> list[Need]:
         cached = self._deps.get(candidate)
         if cached is None:
-            cached = dependencies(candidate, self.target, self.overrides)[0]
+            cached = dependencies(candidate, self.target, self.overrides, self.drops)[0]
             self._deps[candidate] = cached
         return cached
 
@@ -187,9 +211,12 @@ def order_prereleases(candidates: Sequence[Candidate], policy: str) -> list[Cand
 
 
 def dependencies(
-    candidate: Candidate, target: Target, overrides: Mapping[NormalizedName, Override]
+    candidate: Candidate,
+    target: Target,
+    overrides: Mapping[NormalizedName, Override],
+    drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
 ) -> tuple[list[Need], list[Applied]]:
-    """The Needs a candidate brings on the target, with overrides applied (pure)."""
+    """The Needs a candidate brings on the target, overrides applied, drops removed (pure)."""
     parent = str(candidate)
     needs: list[Need] = []
     applied: list[Applied] = []
@@ -209,6 +236,8 @@ def dependencies(
             if target.evaluate(req.marker) or not target.evaluate(req.marker, candidate.extras):
                 continue
         elif not target.evaluate(req.marker):
+            continue
+        if drops and drop_applies(req, drops, target) is not None:
             continue
         need, app = to_need(req, parent, target, overrides)
         needs.append(need)
@@ -269,6 +298,9 @@ def resolve(
     max_rounds: int = 200_000,
     on_pin: Callable[[NormalizedName], None] | None = None,
     undeclared: Collection[NormalizedName] = (),
+    drops: Sequence[Drop] = (),
+    index: CandidateIndex | None = None,
+    placeholders: bool = False,
 ) -> Resolution:
     """Resolve ``roots`` for ``target`` from ``wheels``. Pure: no disk, no subprocess.
 
@@ -277,11 +309,16 @@ def resolve(
     ``on_pin`` hears each name as the resolver pins it (a pin may still be undone by
     backtracking), so a caller can start work on likely results early. ``undeclared`` names
     roots that are dependencies nobody declares (a profile's extra requirements): the
-    install order puts them before the other roots.
+    install order puts them before the other roots. ``drops`` remove wheels' requirements
+    where their marker holds. ``index`` replaces the index built from ``wheels`` (fetch
+    passes one that reads a package index); with ``placeholders`` a name nothing can be had
+    for resolves to a stand-in listed in ``Resolution.unavailable`` instead of failing.
     """
     pins = dict(pins or {})
     over = {o.name: o for o in overrides}
-    index = CandidateIndex.build(wheels, target, pins, installed)
+    drop_map = {d.name: d for d in drops}
+    if index is None:
+        index = CandidateIndex.build(wheels, target, pins, installed)
     root_needs: list[Need] = []
     root_applied: list[Applied] = []
     for r in roots:
@@ -293,7 +330,7 @@ def resolve(
             root_applied.append(app)
     if prereleases not in PRERELEASE_POLICIES:
         raise ValueError(f"prereleases must be one of {PRERELEASE_POLICIES}, not {prereleases!r}")
-    provider = _Provider(index, target, over, prereleases)
+    provider = _Provider(index, target, over, prereleases, drop_map, placeholders)
     resolver: resolvelib.Resolver[Need, Candidate, str] = resolvelib.Resolver(
         provider, _PinReporter(on_pin)
     )
@@ -304,7 +341,10 @@ def resolve(
 
         causes = list(exc.causes)
         parents = sorted({i.parent for i in causes if i.parent is not None}, key=str)
-        chains = {str(p): requirement_chain(p, root_needs, index, target, over) for p in parents}
+        chains = {
+            str(p): requirement_chain(p, root_needs, index, target, over, drops=drop_map)
+            for p in parents
+        }
         raise explain_impossible(
             causes, index, over, chains=chains, prereleases=prereleases
         ) from None
@@ -313,7 +353,9 @@ def resolve(
             f"resolution gave up after {max_rounds} rounds of backtracking",
             hint="pin the packages involved more tightly in the profile's requirements",
         ) from exc
-    resolution = _assemble(result.mapping, root_needs, root_applied, target, over, pins, undeclared)
+    resolution = _assemble(
+        result.mapping, root_needs, root_applied, target, over, pins, undeclared, drop_map
+    )
     rejected = tuple(r for n in sorted(resolution.packages) for r in index.rejected.get(n, []))
     return replace(resolution, rejected=rejected)
 
@@ -326,6 +368,7 @@ def requirement_chain(
     overrides: Mapping[NormalizedName, Override],
     *,
     limit: int = 5000,
+    drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
 ) -> list[str]:
     """The shortest path of requirements from the profile to ``goal``, one line per step.
 
@@ -355,7 +398,7 @@ def requirement_chain(
     while not found and queue and len(came) < limit:
         cand = queue.popleft()
         prev = (cand.name, cand.version, cand.extras)
-        found = any(visit(n, prev) for n in dependencies(cand, target, overrides)[0])
+        found = any(visit(n, prev) for n in dependencies(cand, target, overrides, drops)[0])
     if not found:
         return []
     steps: list[str] = []
@@ -375,6 +418,7 @@ def _assemble(
     over: Mapping[NormalizedName, Override],
     pins: Mapping[NormalizedName, Pinned],
     undeclared: Collection[NormalizedName],
+    drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
 ) -> Resolution:
     extras: dict[NormalizedName, set[NormalizedName]] = defaultdict(set)
     base: dict[NormalizedName, Candidate] = {}
@@ -385,6 +429,7 @@ def _assemble(
     for n in root_needs:
         required_by[n.name].append(("profile", n.text))
     applied: list[Applied] = list(root_applied)
+    dropped: list[Dropped] = []
     depends: dict[NormalizedName, set[NormalizedName]] = defaultdict(set)
     for name in sorted(base):
         cand = base[name]
@@ -395,8 +440,10 @@ def _assemble(
             else []
         )
         for view in views:
-            needs, apps = dependencies(view, target, over)
+            needs, apps = dependencies(view, target, over, drops)
             applied.extend(apps)
+            if drops:
+                dropped.extend(_dropped(view, target, drops))
             for need in needs:
                 if need.exact is not None:
                     continue
@@ -407,14 +454,16 @@ def _assemble(
                         need.text + (f" (by override of {need.original})" if need.original else ""),
                     )
                 )
+    unavailable = {n: tuple(sorted(set(required_by[n]))) for n in sorted(base) if base[n].missing}
     chosen = {
         name: Chosen(
             candidate=base[name],
             extras=frozenset(extras[name]),
-            depends_on=tuple(sorted(depends[name] & base.keys())),
+            depends_on=tuple(sorted(n for n in depends[name] if n in base and not base[n].missing)),
             required_by=tuple(sorted(set(required_by[name]))),
         )
         for name in sorted(base)
+        if not base[name].missing
     }
     used = {canonicalize_name(Requirement(a.replacement).name) for a in applied}
     unique_applied = sorted(set(applied), key=lambda a: (a.by, a.original))
@@ -424,6 +473,13 @@ def _assemble(
         applied=tuple(unique_applied),
         unused_overrides=tuple(o for n, o in sorted(over.items()) if n not in used),
         pins={n: p for n, p in pins.items() if n in chosen},
+        dropped=tuple(sorted(set(dropped), key=lambda d: (d.by, d.requirement))),
+        unused_drops=tuple(
+            d
+            for n, d in sorted(drops.items())
+            if n not in {_req_name(x.requirement) for x in dropped}
+        ),
+        unavailable=unavailable,
         levels=install_levels(
             order_graph(
                 {n: c.depends_on for n, c in chosen.items()},
@@ -432,6 +488,28 @@ def _assemble(
             )
         ),
     )
+
+
+def _req_name(text: str) -> NormalizedName:
+    return canonicalize_name(Requirement(text).name)
+
+
+def _dropped(
+    candidate: Candidate, target: Target, drops: Mapping[NormalizedName, Drop]
+) -> list[Dropped]:
+    """The drops that removed a requirement of ``candidate`` on ``target``."""
+    out = []
+    for req in candidate.requires:
+        if candidate.extras:
+            if target.evaluate(req.marker) or not target.evaluate(req.marker, candidate.extras):
+                continue
+        elif not target.evaluate(req.marker):
+            continue
+        d = drop_applies(req, drops, target)
+        if d is not None:
+            marker = str(d.marker) if d.marker is not None else ""
+            out.append(Dropped(str(candidate.base), str(req), marker, d.reason))
+    return out
 
 
 def install_levels(

@@ -137,6 +137,7 @@ def do_lock(
             prereleases=prereleases,
             on_pin=prehash.start,
             undeclared=[canonicalize_name(e.requirement.name) for e in profile.extras],
+            drops=profile.drops,
         )
         locked_names = set(resolution.packages)
         locked_wheels = [w for w in wh.wheels if w.name in locked_names]
@@ -175,6 +176,8 @@ def lock_summary(result: LockResult) -> dict[str, Any]:
         "install_order": [list(x) for x in res.levels],
         "overrides_applied": [dict(a.__dict__) for a in res.applied],
         "unused_overrides": [str(o.requirement) for o in res.unused_overrides],
+        "drops_applied": [dict(d.__dict__) for d in res.dropped],
+        "unused_drops": [d.describe() for d in res.unused_drops],
         "protected": {n: str(p.version) for n, p in sorted(res.pins.items())},
         "excluded_wheels": [
             {"filename": p.path.name, "reason": p.reason} for p in result.wheelhouse.problems
