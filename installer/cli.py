@@ -712,46 +712,84 @@ def _fetch_targets(kw: dict[str, Any]) -> list[Any]:
     multiple=True,
     help="Take one package from its own index: NAME=URL (repeatable).",
 )
+@click.option(
+    "--index-url",
+    help="The index to resolve and download from (default: pip's configured index-url, else PyPI).",
+)
+@click.option("--dry-run", is_flag=True, help="Resolve and print the closure; download nothing.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 32),
+    default=6,
+    show_default=True,
+    help="Wheels downloading at once.",
+)
 def fetch(
-    as_json: bool, verbose: int, wheelhouse: Path, index_pins: tuple[str, ...], **kw: Any
+    as_json: bool,
+    verbose: int,
+    wheelhouse: Path,
+    index_pins: tuple[str, ...],
+    index_url: str | None,
+    dry_run: bool,
+    jobs: int,
+    **kw: Any,
 ) -> None:
-    """Download binary wheels for PROFILE's closure into the wheelhouse (online machine)."""
+    """Resolve PROFILE over the index's metadata, then download exactly those wheels."""
     from installer.errors import WheelhouseError
     from installer.fetch import fetch as do_fetch
-    from installer.fetch import parse_index_option
+    from installer.fetch import fetch_json, parse_index_option, pip_env_note
 
     profile = _profile(kw)
     targets = _fetch_targets(kw)
     with _hooks(as_json) as hooks:
+        hooks.status(pip_env_note())
         report = do_fetch(
             profile,
             wheelhouse,
             targets,
             indexes=parse_index_option(index_pins),
+            index_url=index_url,
+            dry_run=dry_run,
             status=hooks.status,
+            jobs=jobs,
         )
-    data = {
-        "wheelhouse": str(wheelhouse),
-        "downloaded": report.downloaded,
-        "kept": report.kept,
-        "missing": [m.__dict__ for m in report.missing],
-        "resolutions": {t: r.versions() for t, r in report.resolutions.items()},
-    }
+    data = fetch_json(report, wheelhouse, dry_run)
 
     def text() -> None:
-        click.echo(f"downloaded {len(report.downloaded)} wheel(s) into {wheelhouse}")
-        for t, r in report.resolutions.items():
-            click.echo(f"complete for {t}: {len(r.packages)} package(s)")
+        by_target: dict[str, int] = {}
+        for e in report.closure:
+            by_target[e.target] = by_target.get(e.target, 0) + 1
+        for t, n in by_target.items():
+            click.echo(f"resolved {n} wheel(s) for {t}")
+        for t, d in report.dropped:
+            click.echo(
+                f"dropped for {t}: {d.by} requires {d.requirement} ({d.reason or 'no reason'})"
+            )
+        for t, u in report.unused_drops:
+            click.echo(f"unused drop for {t}: {u.describe()} (no wheel requires it there)")
         for k in report.kept:
             click.echo(f"kept: {k}")
+        if dry_run:
+            for e in report.closure:
+                click.echo(f"  {e.filename}  {e.url or '(in the wheelhouse)'}")
+            click.echo("dry run: nothing was downloaded")
+            return
+        click.echo(
+            f"downloaded {len(report.downloaded)} wheel(s) ({report.downloaded_bytes:,} bytes), "
+            f"{len(report.present)} already present, into {wheelhouse}"
+        )
+        for t, r in report.resolutions.items():
+            click.echo(f"the wheelhouse locks for {t}: {len(r.packages)} package(s)")
 
     _emit(as_json, data, text)
     if report.missing:
         raise WheelhouseError(
-            f"{len(report.missing)} requirement(s) cannot be had as wheels",
+            f"{len(report.missing)} requirement(s) cannot be had as wheels; nothing was downloaded"
+            if not report.downloaded
+            else f"{len(report.missing)} wheel(s) could not be had",
             details=[str(m) for m in report.missing],
-            hint="build what is missing with `wh build` (or pin its index with --index "
-            "NAME=URL), then run `wh fetch` again: present wheels are not downloaded twice",
+            hint="follow the advice on each line, then run `wh fetch` again: wheels already "
+            "in the wheelhouse are checked, not downloaded twice",
         )
 
 
