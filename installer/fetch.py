@@ -10,9 +10,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import (
     InvalidWheelFilename,
     NormalizedName,
@@ -26,7 +27,7 @@ from installer.environment import Environment
 from installer.errors import ProfileError, ResolutionError, WheelhouseError
 from installer.indexclient import Http, IndexClient, RemoteFile, configured_index
 from installer.overrides import Dropped
-from installer.profile import Drop, Profile
+from installer.profile import Drop, Override, Profile
 from installer.resolve import Resolution, resolve
 from installer.scan import Wheelhouse, known_digests, scan
 from installer.target import Target
@@ -117,8 +118,10 @@ def remote_wheel(
         return None
     try:
         name, version, build, tags = parse_wheel_filename(f.filename)
-    except (InvalidWheelFilename, ValueError):
-        return None
+        if f.requires_python:
+            SpecifierSet(f.requires_python)
+    except (InvalidWheelFilename, InvalidSpecifier, ValueError):
+        return None  # as pip and uv do: a file the index describes invalidly is skipped
     return RemoteWheel(
         path=wheelhouse / f.filename,
         name=name,
@@ -153,7 +156,11 @@ class Source:
         pool: ThreadPoolExecutor,
         drops: Mapping[NormalizedName, Drop],
         local_only: Iterable[NormalizedName] = (),
+        ahead_pool: ThreadPoolExecutor | None = None,
+        overrides: Mapping[NormalizedName, Override] | None = None,
     ) -> None:
+        self.ahead_pool = ahead_pool or pool
+        self.overrides = dict(overrides or {})
         self.local_only = frozenset(local_only)
         self.default = default
         self.pinned = pinned
@@ -164,42 +171,88 @@ class Source:
         self.local: dict[NormalizedName, list[Wheel]] = {}
         for w in local:
             self.local.setdefault(w.name, []).append(w)
-        self._pages: dict[NormalizedName, Future[list[RemoteFile]]] = {}
-        self._metas: dict[str, Future[WheelMeta]] = {}
+        self._pages: dict[str, Future[Any]] = {}
+        self._metas: dict[str, Future[Any]] = {}
         self._lock = threading.Lock()
+        self.closed = False  # set once resolution ended: read-ahead stops
 
     def client(self, name: NormalizedName) -> IndexClient:
         return self.pinned.get(name, self.default)
 
-    def page(
-        self, name: NormalizedName, spec: SpecifierSet | None = None
-    ) -> Future[list[RemoteFile]]:
+    def _submit(
+        self,
+        table: dict[str, Future[Any]],
+        key: str,
+        fn: Callable[[], Any],
+        urgent: bool,
+    ) -> tuple[Future[Any], bool]:
+        """The future for ``key``: a read-ahead one is queued on the read-ahead pool; one the
+        resolver waits for runs on its own pool, taking over a read-ahead not yet started."""
+        known = table.get(key)  # without the lock: read-ahead threads hold it often
+        if known is not None and (not urgent or known.running() or known.done()):
+            return known, False
         with self._lock:
-            fut = self._pages.get(name)
-            if fut is None:
-                fut = self.pool.submit(self.client(name).project, name)
-                self._pages[name] = fut
-                fut.add_done_callback(partial(self._ahead, name, spec))
+            fut = table.get(key)
+            if fut is not None and urgent and fut.cancel():
+                fut = None  # it was still queued behind other read-ahead: run it now
+            if fut is not None:
+                return fut, False
+            fut = (self.pool if urgent else self.ahead_pool).submit(fn)
+            table[key] = fut
+            return fut, True
+
+    def page(
+        self, name: NormalizedName, spec: SpecifierSet | None = None, *, urgent: bool = False
+    ) -> Future[list[RemoteFile]]:
+        client = self.client(name)
+        fut, new = self._submit(
+            self._pages, name, partial(client.project, name, self._may_fit), urgent
+        )
+        if new:  # outside the lock: a finished future runs its callback right here
+            fut.add_done_callback(partial(self._ahead, name, spec))
         return fut
 
-    def meta(self, f: RemoteFile) -> Future[WheelMeta]:
-        with self._lock:
-            fut = self._metas.get(f.url)
-            if fut is None:
-                client = self.pinned.get(canonicalize_name(parse_wheel_filename(f.filename)[0]))
-                fut = self.pool.submit((client or self.default).metadata, f)
-                self._metas[f.url] = fut
-                fut.add_done_callback(self._follow)
+    def meta(self, f: RemoteFile, *, urgent: bool = False) -> Future[WheelMeta]:
+        client = self.pinned.get(canonicalize_name(parse_wheel_filename(f.filename)[0]))
+        fn = partial((client or self.default).metadata, f)
+        fut, new = self._submit(self._metas, f.url, fn, urgent)
+        if new:
+            fut.add_done_callback(self._follow)
         return fut
 
     def read_meta(self, f: RemoteFile) -> WheelMeta:
-        return self.meta(f).result()
+        fut = self._metas.get(f.url)
+        if fut is None or not fut.done():
+            fut = self.meta(f, urgent=True)
+            # the resolver is walking down this name's versions: read the next ones ahead
+            name = canonicalize_name(parse_wheel_filename(f.filename)[0])
+            page = self._pages.get(name)
+            if page is not None and page.done() and not page.cancelled():
+                for older in self._older(page.result(), f, 3):
+                    self.meta(older)
+        return fut.result()
+
+    def _older(self, files: Sequence[RemoteFile], f: RemoteFile, n: int) -> list[RemoteFile]:
+        """The best wheels of the ``n`` versions below ``f``'s that fit the target."""
+        version = parse_wheel_filename(f.filename)[1]
+        best: dict[Version, tuple[int, RemoteFile]] = {}
+        for x in files:
+            if x.yanked or not x.filename.endswith(".whl"):
+                continue
+            try:
+                _n, v, _b, tags = parse_wheel_filename(x.filename)
+            except (InvalidWheelFilename, ValueError):
+                continue
+            rank = self.target.wheel_rank(tags) if v < version else None
+            if rank is not None and (v not in best or rank < best[v][0]):
+                best[v] = (rank, x)
+        return [best[v][1] for v in sorted(best, reverse=True)[:n]]
 
     def _ahead(
         self, name: NormalizedName, spec: SpecifierSet | None, fut: Future[list[RemoteFile]]
     ) -> None:
         """Request the metadata of the wheel the resolver will most likely try first."""
-        if fut.cancelled() or fut.exception() is not None:
+        if self.closed or fut.cancelled() or fut.exception() is not None:
             return
         best = self._likeliest(fut.result(), spec)
         if best is not None:
@@ -229,7 +282,7 @@ class Source:
 
     def _follow(self, fut: Future[WheelMeta]) -> None:
         """Request the pages of a wheel's dependencies on this target."""
-        if fut.cancelled() or fut.exception() is not None:
+        if self.closed or fut.cancelled() or fut.exception() is not None:
             return
         for text in fut.result().requires_dist:
             try:
@@ -241,12 +294,38 @@ class Source:
             name = canonicalize_name(req.name)
             if name in self.drops and self.target.evaluate(self.drops[name].marker):
                 continue
-            self.page(name, req.specifier)
+            over = self.overrides.get(name)
+            self.page(name, over.requirement.specifier if over else req.specifier)
+
+    @cached_property
+    def _tag_parts(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        t = self.target.tags
+        return (
+            frozenset(x.interpreter for x in t),
+            frozenset(x.abi for x in t),
+            frozenset(x.platform for x in t),
+        )
+
+    def _may_fit(self, filename: str) -> bool:
+        """A string test of a wheel name's tags against the target's (no parsing): torch's
+        page lists thousands of wheels, nearly all for other platforms and Pythons."""
+        if not filename.endswith(".whl"):
+            return False
+        parts = filename[:-4].split("-")
+        if len(parts) < 5:
+            return True  # malformed: the full parse decides
+        interps, abis, plats = self._tag_parts
+        return not (
+            plats.isdisjoint(parts[-1].split("."))
+            or abis.isdisjoint(parts[-2].split("."))
+            or interps.isdisjoint(parts[-3].split("."))
+        )
 
     def wheels(self, name: NormalizedName) -> list[Wheel]:
-        """The CandidateIndex loader: the index's wheels of ``name`` and the wheelhouse's
-        own (a wheel of the same file name is the index's, checked by sha256 later)."""
-        files = [] if name in self.local_only else self.page(name).result()
+        """The CandidateIndex loader: the index's wheels of ``name`` that may fit the target
+        and the wheelhouse's own (a wheel of the same file name is the index's, checked by
+        sha256 before it counts as present)."""
+        files = [] if name in self.local_only else self.page(name, urgent=True).result()
         out: list[Wheel] = []
         names = set()
         for f in files:
@@ -260,7 +339,8 @@ class Source:
         return out
 
     def files(self, name: NormalizedName) -> list[RemoteFile]:
-        return [] if name in self.local_only else self.page(name).result()
+        """Every file of ``name`` on its index, sdists and other platforms' wheels too."""
+        return [] if name in self.local_only else self.client(name).project(name)
 
 
 # -- advice for what cannot be had ------------------------------------------------------------
@@ -307,9 +387,11 @@ def explain_missing(
             _n, version, _b, tags = parse_wheel_filename(f.filename)
         except (InvalidWheelFilename, ValueError):
             continue
-        if target.wheel_rank(tags) is not None and target.allows_python(
-            SpecifierSet(f.requires_python) if f.requires_python else None
-        ):
+        try:
+            rp = SpecifierSet(f.requires_python) if f.requires_python else None
+        except InvalidSpecifier:
+            continue
+        if target.wheel_rank(tags) is not None and target.allows_python(rp):
             fitting.append(version)
     if not files:
         reason = f"{index} has no project {name}"
@@ -395,6 +477,7 @@ def resolve_target(
     try:
         res = run(False)
     except ResolutionError as strict:
+        status(f"no complete resolution ({strict.message}); looking for what cannot be had")
         try:
             res = run(True)
         except ResolutionError:
@@ -533,10 +616,20 @@ def fetch(
     drops = {d.name: d for d in profile.drops}
     only_here = {canonicalize_name(n) for n in local_only}
     resolutions: dict[str, Resolution] = {}
-    with ThreadPoolExecutor(max_workers=_JOBS) as pool:
+    over = {o.name: o for o in profile.overrides}
+    with (
+        ThreadPoolExecutor(max_workers=_JOBS // 2) as pool,
+        ThreadPoolExecutor(max_workers=_JOBS) as ahead,
+    ):
         try:
             for target, env in targets:
-                source = Source(default, pinned, local, target, wheelhouse, pool, drops, only_here)
+                source = Source(
+                    default, pinned, local, target, wheelhouse, pool, drops, only_here, ahead, over
+                )
+                for r in profile.roots:
+                    n = canonicalize_name(r.name)
+                    o = over.get(n)
+                    source.page(n, o.requirement.specifier if o else r.specifier)
 
                 def pins(
                     wheels: Sequence[Wheel], t: Target = target, e: Environment | None = env
@@ -544,10 +637,14 @@ def fetch(
                     house = Wheelhouse(wheelhouse, (*local, *wheels), ())
                     return pins_for(profile, t, e, house)[0]
 
-                res = resolve_target(profile, source, target, pins, report, status)
+                try:
+                    res = resolve_target(profile, source, target, pins, report, status)
+                finally:
+                    source.closed = True
                 if res is not None:
                     resolutions[target.description] = res
         finally:
+            ahead.shutdown(wait=True, cancel_futures=True)
             pool.shutdown(wait=True, cancel_futures=True)
     _local_hashes(report, local)
     if dry_run or report.missing:

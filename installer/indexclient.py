@@ -87,11 +87,15 @@ def _meta_flag(value: Any) -> tuple[bool, str]:
     return bool(value), ""
 
 
-def parse_json_page(text: str, page_url: str, index: str) -> list[RemoteFile]:
-    """The files of a PEP 691 project page. Pure."""
+def parse_json_page(
+    text: str, page_url: str, index: str, keep: Callable[[str], bool] | None = None
+) -> list[RemoteFile]:
+    """The files of a PEP 691 project page (those whose name ``keep`` accepts). Pure."""
     doc = json.loads(text)
     out = []
     for f in doc.get("files", []):
+        if keep is not None and not keep(f["filename"]):
+            continue
         url, _frag = urldefrag(urljoin(page_url, f["url"]))
         meta = f.get("core-metadata", f.get("dist-info-metadata", False))
         has_meta, meta_sha = _meta_flag(meta)
@@ -112,8 +116,10 @@ def parse_json_page(text: str, page_url: str, index: str) -> list[RemoteFile]:
     return out
 
 
-def parse_html_page(text: str, page_url: str, index: str) -> list[RemoteFile]:
-    """The files of a PEP 503 project page. Pure."""
+def parse_html_page(
+    text: str, page_url: str, index: str, keep: Callable[[str], bool] | None = None
+) -> list[RemoteFile]:
+    """The files of a PEP 503 project page (those whose name ``keep`` accepts). Pure."""
     parser = _Links()
     parser.feed(text)
     out = []
@@ -126,6 +132,8 @@ def parse_html_page(text: str, page_url: str, index: str) -> list[RemoteFile]:
         meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
         has_meta, meta_sha = _meta_flag(meta) if meta is not None else (False, "")
         filename = label or url.rsplit("/", 1)[-1]
+        if keep is not None and not keep(filename):
+            continue
         out.append(
             RemoteFile(
                 filename=filename,
@@ -217,22 +225,38 @@ class Http:
             return _file_page(url)
         key = hashlib.sha256(url.encode()).hexdigest()
         path = self.cache / "pages" / key[:2] / f"{key}.json"
+        body_path = path.with_suffix(".body")
         cached: dict[str, Any] | None = None
         try:
             cached = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             cached = None
         now = time.time()
+
+        def cached_body() -> tuple[str, str] | None:
+            try:
+                data = body_path.read_bytes()
+            except OSError:
+                return None
+            if cached is None or hashlib.sha256(data).hexdigest() != cached.get("sha256"):
+                return None
+            return data.decode("utf-8"), str(cached["type"])
+
         if cached and now - float(cached["at"]) < float(cached["max_age"]):
-            return str(cached["body"]), str(cached["type"])
+            hit = cached_body()
+            if hit is not None:
+                return hit
         headers = {"Accept": _ACCEPT}
         if cached and cached.get("etag"):
             headers["If-None-Match"] = str(cached["etag"])
         resp = self._get(url, headers)
         if resp.status == 304 and cached:
-            cached["at"] = now
-            _write(path, cached)
-            return str(cached["body"]), str(cached["type"])
+            hit = cached_body()
+            if hit is not None:
+                cached["at"] = now
+                _write(path, cached)
+                return hit
+            resp = self._get(url, {"Accept": _ACCEPT})
         if resp.status == 404:
             return "", "missing"
         if resp.status != 200:
@@ -240,17 +264,24 @@ class Http:
                 f"{url} answered HTTP {resp.status}",
                 hint="check the index URL; run `wh fetch` again when the index is back",
             )
-        body = resp.data.decode("utf-8")
+        raw = bytes(resp.data)
         ctype = (resp.headers.get("Content-Type") or "text/html").split(";")[0].strip()
         entry = {
             "at": now,
             "max_age": _max_age(resp.headers.get("Cache-Control", "")),
             "etag": resp.headers.get("ETag", ""),
-            "body": body,
+            "sha256": hashlib.sha256(raw).hexdigest(),
             "type": ctype,
         }
-        _write(path, entry)
-        return body, ctype
+        try:
+            body_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = body_path.with_name(f"{body_path.name}.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_bytes(raw)
+            os.replace(tmp, body_path)
+            _write(path, entry)
+        except OSError:
+            pass
+        return raw.decode("utf-8"), ctype
 
     def blob(self, url: str, sha256: str) -> bytes:
         """A small immutable file (a ``.metadata``), checked against ``sha256`` when given and
@@ -464,16 +495,17 @@ class IndexClient:
     def page_url(self, name: str) -> str:
         return self.url.rstrip("/") + f"/{name}/"
 
-    def project(self, name: str) -> list[RemoteFile]:
-        """Every file of ``name`` on this index ([] when the index has no such project)."""
+    def project(self, name: str, keep: Callable[[str], bool] | None = None) -> list[RemoteFile]:
+        """The files of ``name`` on this index that ``keep`` accepts (default: every one;
+        [] when the index has no such project)."""
         url = self.page_url(name)
         text, ctype = self.http.page(url)
         if ctype == "missing":
             return []
         try:
             if ctype == JSON_TYPE or ctype.endswith("+json"):
-                return parse_json_page(text, url, self.url)
-            return parse_html_page(text, url, self.url)
+                return parse_json_page(text, url, self.url, keep)
+            return parse_html_page(text, url, self.url, keep)
         except (ValueError, KeyError, TypeError) as exc:
             raise IndexUnavailable(
                 f"{url}: not a valid project page ({exc})",

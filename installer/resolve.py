@@ -152,8 +152,8 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
             if c.version not in bad and all(self._satisfies(r, c) for r in reqs)
         ]
         ok = order_prereleases(ok, self.prereleases)
-        if not ok and self.placeholders and not bad and self._unobtainable(name, reqs):
-            # a requirement no wheel can meet at all: a stand-in lets the rest resolve, so
+        if not ok and self.placeholders and not bad and not self.index.candidates(name):
+            # no wheel of this name fits the target at all: a stand-in lets the rest resolve, so
             # every such name is reported in one run (never written to a lock)
             ok = [Candidate(name, Version("0"), None, (), missing=True)]
         if extras:
@@ -162,11 +162,6 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
                 for c in ok
             ]
         return ok
-
-    def _unobtainable(self, name: NormalizedName, reqs: Sequence[Need]) -> bool:
-        """Some requirement on ``name`` is met by no candidate at all (not a conflict)."""
-        cands = self.index.candidates(name)
-        return any(not any(self._satisfies(r, c) for c in cands) for r in reqs)
 
     @staticmethod
     def _satisfies(req: Need, cand: Candidate) -> bool:
