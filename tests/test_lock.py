@@ -21,10 +21,13 @@ WIN = ("--platform", "win_amd64", "--python-version", "3.12")
 
 
 def seed_stack(house: Path) -> None:
-    make_wheel(house, "sglang", "0.5.10", ["sglang-kernel==0.4.1", "flashinfer-python", "torch"])
+    make_wheel(
+        house, "sglang", "0.5.10", ["sglang-kernel==0.4.1", "flashinfer-python", "torch", "uvloop"]
+    )
     make_wheel(house, "sglang-kernel", "0.4.3", ["torch"], tag="cp310-abi3-win_amd64")
-    make_wheel(house, "flashinfer-python", "0.5.0", ["torch>=2.8"])
+    make_wheel(house, "flashinfer-python", "0.6.11.post3", ["torch>=2.8"])
     make_wheel(house, "kernels", "0.11.7")
+    make_wheel(house, "pymupdf", "1.27.2.2")
     make_wheel(house, "torch", "2.9.1+cu130", tag="cp312-cp312-win_amd64")
 
 
@@ -57,14 +60,20 @@ def test_lock_for_windows_from_linux_is_valid_pep751(tmp_path: Path) -> None:
     assert len(wheel.hashes["sha256"]) == 64
     tool = doc["tool"]["wh"]
     assert tool["target"]["platform"] == "win_amd64"
-    assert tool["overrides-applied"] == [
+    kernel = [a for a in tool["overrides-applied"] if a["original"].startswith("sglang-kernel")]
+    assert kernel == [
         {
             "by": "sglang 0.5.10",
             "original": "sglang-kernel==0.4.1",
             "replacement": "sglang-kernel==0.4.3",
-            "reason": tool["overrides"][0]["reason"],
+            "reason": tool["overrides"][1]["reason"],
         }
     ]
+    # the built-in profile drops uvloop on win32: recorded with the wheel that asked for it
+    assert [(d["by"], d["requirement"]) for d in tool["drops-applied"]] == [
+        ("sglang 0.5.10", "uvloop")
+    ]
+    assert tool["unused-drops"] == ['torch-memory-saver where sys_platform == "win32"']
     assert tool["protections"][0]["version"] == "2.9.1+cu130"
     order = tool["install-order"]
     pos = {n: i for i, level in enumerate(order) for n in level}
