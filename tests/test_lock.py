@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -166,3 +167,23 @@ def test_lock_installs_with_uv_pip_install_r(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "+ app==1.0" in done.stderr and "+ lib==1.2" in done.stderr
     assert shutil.which("true")
+
+
+def test_builtin_profile_picks_the_dev_sglang_when_it_is_the_only_one(tmp_path: Path) -> None:
+    """Unlimited-OCR ships sglang as a 0.0.0.devN+g<commit> wheel: with no final release in
+    the wheelhouse the built-in profile's plain `sglang` locks that pre-release."""
+    house = tmp_path / "wheelhouse"
+    seed_stack(house)
+    (house / "sglang-0.5.10-py3-none-any.whl").unlink()
+    make_wheel(
+        house,
+        "sglang",
+        "0.0.0.dev11416+g92e8bb79e",
+        ["sglang-kernel==0.4.1", "flashinfer-python", "torch", "uvloop"],
+    )
+    r = run_wh(*lock_args(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["packages"]["sglang"] == "0.0.0.dev11416+g92e8bb79e"
+    make_wheel(house, "sglang", "0.5.10", ["sglang-kernel==0.4.1", "flashinfer-python", "torch"])
+    r = run_wh(*lock_args(tmp_path), "--json")
+    assert json.loads(r.stdout)["packages"]["sglang"] == "0.5.10"  # a final release wins
