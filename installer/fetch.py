@@ -453,9 +453,11 @@ def resolve_target(
             if not any(w.version == pin.version for w in candidates):
                 report.kept.append(
                     f"{n} {pin.version}: protected; no wheel of it for {target.description} on "
-                    f"{source.client(n).url} or in the wheelhouse, so none is fetched: the "
-                    "target keeps its installed build. To carry the wheel too, take it from its "
-                    f"own index: --index {n}=URL (e.g. https://download.pytorch.org/whl/cu130)"
+                    f"{source.client(n).url} or in the wheelhouse, so none is fetched and its "
+                    "own requirements are not resolved: the target keeps its installed build "
+                    "and what it needs. To carry the wheel and resolve its requirements too, "
+                    f"take it from its own index: --index {n}=URL "
+                    "(e.g. https://download.pytorch.org/whl/cu130)"
                 )
 
     def run(placeholders: bool) -> Resolution:

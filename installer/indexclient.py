@@ -174,7 +174,7 @@ def _pool_manager() -> Any:
         allowed_methods=frozenset({"GET", "HEAD"}),
         raise_on_status=False,
     )
-    kw: dict[str, Any] = {"num_pools": 16, "maxsize": 16, "retries": retries, "block": False}
+    kw: dict[str, Any] = {"num_pools": 16, "maxsize": 32, "retries": retries, "block": False}
     cert = os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
     if cert:
         kw["ca_certs"] = cert

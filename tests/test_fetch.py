@@ -293,7 +293,7 @@ def _uv() -> str:
     return str(uv_binary())
 
 
-def _dry_run(tmp_path: Path, platform: str, house: Path) -> dict[str, object]:
+def _dry_run(tmp_path: Path, platform: str, house: Path, *extra: str) -> dict[str, object]:
     result = CliRunner().invoke(
         cli,
         [
@@ -301,6 +301,7 @@ def _dry_run(tmp_path: Path, platform: str, house: Path) -> dict[str, object]:
             "--dry-run",
             "--json",
             *REAL,
+            *extra,
             "--platform",
             platform,
             "--python-version",
@@ -381,7 +382,9 @@ def test_real_sglang_profile_resolves_for_windows(tmp_path: Path) -> None:
 def test_real_sglang_profile_resolves_for_manylinux(tmp_path: Path) -> None:
     house = tmp_path / "house"
     house.mkdir()
-    data = _dry_run(tmp_path, "manylinux_2_28_x86_64", house)
+    # PyPI's Linux torch 2.9.1 is a CUDA build: protected as that, its own requirements
+    # (triton==3.5.1, the nvidia libraries) come from the index's metadata
+    data = _dry_run(tmp_path, "manylinux_2_28_x86_64", house, "--protect", "torch==2.9.1")
     assert data["missing"] == []
     closure = data["closure"]
     assert isinstance(closure, list)
@@ -389,6 +392,7 @@ def test_real_sglang_profile_resolves_for_manylinux(tmp_path: Path) -> None:
     # on Linux the win32 drops do not apply: uvloop and torch-memory-saver are resolved
     assert "uvloop" in by_name and "torch-memory-saver" in by_name
     assert by_name["sglang-kernel"]["version"] == "0.4.3"
+    assert by_name["torch"]["version"] == "2.9.1" and by_name["triton"]["version"] == "3.5.1"
     assert all(e["url"] for e in closure)
     assert {u["drop"] for u in data["unused_drops"]} == {  # type: ignore[union-attr]
         'uvloop where sys_platform == "win32"',
