@@ -323,6 +323,11 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
     default="if-necessary-or-explicit",
     show_default=True,
 )
+@click.option(
+    "--index-url",
+    help="Name each wheel by its URL on this index (a `wh index` of the wheelhouse, served), "
+    "not by path: a lock for the machines of a fleet.",
+)
 def lock(
     as_json: bool,
     verbose: int,
@@ -330,6 +335,7 @@ def lock(
     check: bool,
     prereleases: str,
     ignore_installed: bool,
+    index_url: str | None,
     **kw: Any,
 ) -> None:
     """Resolve PROFILE from the wheelhouse and write a PEP 751 lock."""
@@ -366,6 +372,7 @@ def lock(
             hooks,
             prereleases=prereleases,
             use_installed=not ignore_installed,
+            index_url=index_url,
         )
 
     def text() -> None:
@@ -791,6 +798,40 @@ def fetch(
             hint="follow the advice on each line, then run `wh fetch` again: wheels already "
             "in the wheelhouse are checked, not downloaded twice",
         )
+
+
+@cli.command("export")
+@common
+@click.argument("profile_name", metavar="[PROFILE]", required=False)
+@click.option("--lockfile", type=click.Path(path_type=Path), help="Lock to export.")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="Write here (default: stdout)."
+)
+def export_cmd(
+    as_json: bool,
+    verbose: int,
+    profile_name: str | None,
+    lockfile: Path | None,
+    output: Path | None,
+) -> None:
+    """Write a lock as pinned requirements with hashes, for `pip install --no-deps
+    --require-hashes -r FILE` on machines that reach a served wheelhouse."""
+    from installer import lock as lockmod
+    from installer.fleet import requirements_text
+    from installer.profile import default_lock_path
+
+    if not lockfile and not profile_name:
+        raise click.UsageError("name a PROFILE or pass --lockfile")
+    path = lockfile or default_lock_path(str(profile_name))
+    text = requirements_text(lockmod.read(path))
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps({"lockfile": str(path), "output": str(output), "text": text}))
+    elif output is None:
+        click.echo(text, nl=False)
+    else:
+        click.echo(f"wrote {output} from {path}")
 
 
 @cli.command("index")

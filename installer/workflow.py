@@ -98,6 +98,7 @@ def do_lock(
     write: bool = True,
     use_installed: bool = True,
     resolved: tuple[Target, Environment | None] | None = None,
+    index_url: str | None = None,
 ) -> LockResult:
     """Lock ``profile`` from the wheelhouse; ``resolved`` is the target when already probed."""
     from installer.candidates import Pinned
@@ -159,7 +160,13 @@ def do_lock(
     skipped = tuple((r.filename, r.reason) for r in resolution.rejected)
     records = build_records(resolution)
     data = lockmod.render(
-        resolution, profile, target, lock_path, build_records=records, digests=digests
+        resolution,
+        profile,
+        target,
+        lock_path,
+        build_records=records,
+        digests=digests,
+        index_url=index_url,
     )
     changed = lockmod.write(lock_path, data) if write else False
     return LockResult(lock_path, changed, resolution, wh, target, data, skipped)
@@ -371,6 +378,10 @@ def _install_locked(
 
     lock_fits(lock, env)
     kept_installed(lock, env)
+    if any(p.url for p in lockmod.package_list(lock)):
+        from installer.fleet import download_locked
+
+        download_locked(lock, hooks.status)  # a lock of --index-url names its wheels by URL
     hooks.status("checking wheels against the lock")
     verify_wheels(lock, hooks)
     plan = make_plan(lock, env.dists, reinstall=reinstall)
