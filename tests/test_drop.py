@@ -90,3 +90,28 @@ def test_drop_refuses_a_version(tmp_path: Path) -> None:
     with pytest.raises(ProfileError, match="two drops"):
         cfg.write_text('[profile.p]\nrequirements = ["app"]\ndrop = ["uvloop", "UVLoop"]\n')
         load_profile("p", [cfg])
+
+
+def test_install_and_verify_honour_a_drop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On this Linux machine a drop for linux removes uvloop: the install leaves it out and
+    `wh verify` says so instead of failing on the missing requirement."""
+    import sys
+
+    from tests.fixtures import make_venv, run_wh
+
+    house = _house(tmp_path)
+    (house / "uvloop-0.21-cp312-cp312-manylinux_2_28_x86_64.whl").unlink()
+    python = make_venv(tmp_path / "venv")
+    lock = tmp_path / "pylock.toml"
+    drop = f"uvloop; sys_platform == '{sys.platform}'"
+    common = ["-r", "app", "--wheelhouse", house, "--lockfile", lock, "--python", python]
+    r = run_wh("install", *common, "--drop", drop, "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    messages = [f["message"] for f in json.loads(r.stdout)["verify"]]
+    assert (
+        f'app 1.0 requires uvloop: dropped where sys_platform == "{sys.platform}" '
+        "(given on the command line)" in messages
+    )
+    r = run_wh("verify", "--lockfile", lock, "--python", python)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "dropped" in r.stdout
