@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from installer.indexclient import Http, IndexClient, RemoteFile, configured_inde
 from installer.overrides import Dropped
 from installer.profile import Drop, Override, Profile
 from installer.resolve import Resolution, resolve
-from installer.scan import Wheelhouse, known_digests, scan
+from installer.scan import Wheelhouse, known_digests, remember_digests, scan
 from installer.target import Target
 from installer.wheelfile import Wheel, WheelMeta
 
@@ -79,6 +80,8 @@ class FetchReport:
     downloaded: list[str] = field(default_factory=list)
     present: list[str] = field(default_factory=list)  # already in the wheelhouse, same sha256
     downloaded_bytes: int = 0
+    download_seconds: float = 0.0  # wall time of the download phase alone
+    digests: dict[Path, str] = field(default_factory=dict)  # verified wheels of the closure
     dropped: list[tuple[str, Dropped]] = field(default_factory=list)
     unused_drops: list[tuple[str, Drop]] = field(default_factory=list)
     resolutions: dict[str, Resolution] = field(default_factory=dict)  # the local re-lock
@@ -535,6 +538,7 @@ def download_closure(
     from installer.hashing import sha256_many
 
     digests.update(sha256_many([p for p in present if p not in digests]))
+    report.digests.update(digests)
     fetch: list[ClosureEntry] = []
     for filename, e in sorted(todo.items()):
         path = wheelhouse / filename
@@ -571,12 +575,15 @@ def download_closure(
         with lock:
             report.downloaded.append(e.filename)
             report.downloaded_bytes += moved
+            report.digests[wheelhouse / e.filename] = e.sha256
         status(f"downloaded {e.filename}")
 
     # the largest first, so one big wheel does not start last and finish alone
     order = sorted(fetch, key=lambda e: -(e.size or 0))
+    started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(order)))) as pool:
         list(pool.map(one, order))
+    report.download_seconds = time.perf_counter() - started
     report.downloaded.sort()
     report.missing.extend(sorted(errors, key=lambda m: m.requirement))
 
@@ -692,6 +699,8 @@ def _check_locks(
     from installer.workflow import pins_for
 
     house = scan(wheelhouse, hashes=False)
+    # a later fetch (or lock) finds these digests instead of hashing the wheels again
+    remember_digests({p: d for p, d in report.digests.items() if d})
     for target, env in targets:
         status(f"checking that {wheelhouse} locks {profile.name} for {target.description}")
         pins = pins_for(profile, target, env, house)[0]
@@ -752,6 +761,7 @@ def fetch_json(report: FetchReport, wheelhouse: Path, dry_run: bool) -> dict[str
         "indexes": report.indexes,
         "downloaded": report.downloaded,
         "downloaded_bytes": report.downloaded_bytes,
+        "download_seconds": round(report.download_seconds, 3),
         "present": report.present,
         "resolutions": {t: r.versions() for t, r in report.resolutions.items()},
     }
