@@ -166,3 +166,31 @@ def test_fleet_uv_and_wh_install_the_url_lock(fleet: tuple[str, Path]) -> None:
     assert "downloading 2 locked wheel(s)" in r.stderr
     got = _versions(other)
     assert got["app"] == "1.0" and got["lib"] == "2.0"
+
+
+def test_download_resumes_a_partial_file_and_refuses_a_wrong_sha256(tmp_path: Path) -> None:
+    """Against nginx: a `.part` left by an interrupted download is resumed with a Range
+    request (only the rest travels); a file whose sha256 differs never enters the folder."""
+    import hashlib
+
+    from installer.errors import WheelhouseError
+    from installer.indexclient import Http
+
+    root = tmp_path / "root"
+    root.mkdir()
+    wheel = make_wheel(root, "big", "1.0", files={"big/data.bin": os.urandom(1 << 20)})
+    data = wheel.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    dest = tmp_path / "house" / wheel.name
+    dest.parent.mkdir()
+    half = len(data) // 2
+    (dest.parent / (wheel.name + ".part")).write_bytes(data[:half])
+    with serve(root, tmp_path) as url:
+        file_url = url.removesuffix("simple/") + wheel.name
+        moved = Http(cache=tmp_path / "http").download(file_url, dest, digest)
+        assert moved == len(data) - half and dest.read_bytes() == data
+        assert not (dest.parent / (wheel.name + ".part")).exists()
+        other = dest.with_name("other.whl")
+        with pytest.raises(WheelhouseError, match="the index says"):
+            Http(cache=tmp_path / "http").download(file_url, other, "0" * 64, attempts=2)
+        assert not other.exists() and not other.with_name("other.whl.part").exists()
