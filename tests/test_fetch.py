@@ -472,3 +472,29 @@ def test_small_real_profile_fetched_locked_bundled_installed_offline(tmp_path: P
         check=False,
     )
     assert show.stdout.strip() == "3.1.0"
+
+
+def test_the_configured_index_is_read_as_pip_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from installer.indexclient import configured_index
+
+    cfg = tmp_path / "pip.conf"
+    cfg.write_text("[global]\nindex-url = https://a.example/simple/\n")
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(cfg))
+    got = configured_index()
+    pip = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.index-url"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert got == pip.stdout.strip() == "https://a.example/simple/"
+    cfg.write_text(cfg.read_text() + "[download]\nindex-url = https://b.example/simple/\n")
+    assert configured_index() == "https://b.example/simple/"  # what `pip download` uses
+    monkeypatch.setenv("PIP_INDEX_URL", "https://c.example/simple/")
+    assert configured_index() == "https://c.example/simple/"
+    monkeypatch.delenv("PIP_INDEX_URL")
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    assert configured_index() == "https://pypi.org/simple/"
