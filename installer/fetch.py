@@ -556,6 +556,18 @@ def download_closure(
                     )
                 )
             continue
+        if not e.sha256:
+            report.missing.append(
+                Missing(
+                    filename,
+                    e.target,
+                    f"the index lists no sha256 for it ({e.url}): nothing would check the "
+                    "download",
+                    advice="use an index that publishes hashes (PEP 503 #sha256= fragments, "
+                    "PEP 691 hashes), e.g. a `wh index` of a wheelhouse",
+                )
+            )
+            continue
         fetch.append(e)
     if not fetch:
         return

@@ -498,3 +498,18 @@ def test_the_configured_index_is_read_as_pip_reads_it(
     monkeypatch.delenv("PIP_INDEX_URL")
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     assert configured_index() == "https://pypi.org/simple/"
+
+
+def test_a_wheel_the_index_gives_no_sha256_for_is_not_downloaded(tmp_path: Path) -> None:
+    up = tmp_path / "up"
+    up.mkdir()
+    wheel = make_wheel(up, "lib", "1.0")
+    page = up / "simple" / "lib"
+    page.mkdir(parents=True)
+    (page / "index.html").write_text(f'<a href="../../{wheel.name}">{wheel.name}</a>\n')
+    house = tmp_path / "house"
+    profile = Profile("p").with_flags(requirements=["lib"])
+    report = fetch(profile, house, [(WIN, None)], index_url=(up / "simple").as_uri() + "/")
+    assert [m.requirement for m in report.missing] == [wheel.name]
+    assert "no sha256" in report.missing[0].reason and report.downloaded == []
+    assert not list(house.glob("*.whl"))
