@@ -84,6 +84,7 @@ class CandidateIndex:
 
     # names whose wheels are read on first use (fetch: a package index's project pages)
     loader: Callable[[NormalizedName], Sequence[Wheel]] | None = None
+    source_name: str = "the wheelhouse"  # where the wheels come from, in explanations
     # wheels share tag sets and Requires-Python texts: decide each distinct one once
     _ranks: dict[frozenset[Tag], int | None] = field(default_factory=dict, repr=False)
     _pythons: dict[str | None, bool] = field(default_factory=dict, repr=False)
@@ -112,7 +113,9 @@ class CandidateIndex:
         pins: Mapping[NormalizedName, Pinned],
     ) -> CandidateIndex:
         """An index that asks ``loader`` for a name's wheels the first time it is needed."""
-        return cls(target=target, pins=pins, loader=loader)
+        return cls(
+            target=target, pins=pins, loader=loader, source_name="the index and the wheelhouse"
+        )
 
     def _load(self, name: NormalizedName) -> None:
         if self.loader is not None and name not in self.all_wheels:
@@ -221,7 +224,9 @@ class CandidateIndex:
             )
         wheels = self.all_wheels.get(name, [])
         if not wheels:
-            lines.append(f"the wheelhouse has no wheel named {name}")
+            lines.append(
+                f"{self.source_name} {'have' if self.loader else 'has'} no wheel named {name}"
+            )
             return lines
         rejected = {r.filename: r for r in self.rejected.get(name, [])}
         usable = {c.wheel.filename for c in self.by_name.get(name, []) if c.wheel}

@@ -61,7 +61,7 @@ def explain_impossible(
         hints.append(_hint(name, index, overrides, [r.text for r in plain] if only_profile else []))
     parents = sorted({i.requirement.parent for infos in by_name.values() for i in infos})
     message = (
-        f"cannot satisfy the requirements on {', '.join(names)} from the wheelhouse"
+        f"cannot satisfy the requirements on {', '.join(names)} from {index.source_name}"
         f" (requested by {', '.join(parents)})"
     )
     return ResolutionError(message, details=details, hint="\n      ".join(hints))

@@ -561,8 +561,7 @@ def download_closure(
                 Missing(
                     filename,
                     e.target,
-                    f"the index lists no sha256 for it ({e.url}): nothing would check the "
-                    "download",
+                    f"the index lists no sha256 for it ({e.url}): nothing would check the download",
                     advice="use an index that publishes hashes (PEP 503 #sha256= fragments, "
                     "PEP 691 hashes), e.g. a `wh index` of a wheelhouse",
                 )
