@@ -225,7 +225,9 @@ class CandidateIndex:
         wheels = self.all_wheels.get(name, [])
         if not wheels:
             lines.append(
-                f"{self.source_name} {'have' if self.loader else 'has'} no wheel named {name}"
+                f"{self.source_name} have no wheel of {name} for {self.target.description}"
+                if self.loader
+                else f"the wheelhouse has no wheel named {name}"
             )
             return lines
         rejected = {r.filename: r for r in self.rejected.get(name, [])}
