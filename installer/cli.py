@@ -725,6 +725,12 @@ def _fetch_targets(kw: dict[str, Any]) -> list[Any]:
 )
 @click.option("--dry-run", is_flag=True, help="Resolve and print the closure; download nothing.")
 @click.option(
+    "--refresh",
+    is_flag=True,
+    help="Read every project page from the index again (default: reuse one read in the last "
+    "10 minutes, or the index's own max-age).",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(1, 32),
     default=6,
@@ -739,6 +745,7 @@ def fetch(
     index_url: str | None,
     dry_run: bool,
     jobs: int,
+    refresh: bool,
     **kw: Any,
 ) -> None:
     """Resolve PROFILE over the index's metadata, then download exactly those wheels."""
@@ -759,6 +766,7 @@ def fetch(
             dry_run=dry_run,
             status=hooks.status,
             jobs=jobs,
+            refresh=refresh,
         )
     data = fetch_json(report, wheelhouse, dry_run)
 

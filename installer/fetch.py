@@ -23,6 +23,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from installer import fetchmemo
 from installer.candidates import CandidateIndex, Pinned
 from installer.environment import Environment
 from installer.errors import ProfileError, ResolutionError, WheelhouseError
@@ -82,6 +83,7 @@ class FetchReport:
     downloaded_bytes: int = 0
     download_seconds: float = 0.0  # wall time of the download phase alone
     digests: dict[Path, str] = field(default_factory=dict)  # verified wheels of the closure
+    replayed: list[str] = field(default_factory=list)  # targets whose last resolution stood
     dropped: list[tuple[str, Dropped]] = field(default_factory=list)
     unused_drops: list[tuple[str, Drop]] = field(default_factory=list)
     resolutions: dict[str, Resolution] = field(default_factory=dict)  # the local re-lock
@@ -178,6 +180,7 @@ class Source:
         self._metas: dict[str, Future[Any]] = {}
         self._lock = threading.Lock()
         self.closed = False  # set once resolution ended: read-ahead stops
+        self.local_used: list[Wheel] = []  # the wheelhouse's own wheels the resolver saw
 
     def client(self, name: NormalizedName) -> IndexClient:
         return self.pinned.get(name, self.default)
@@ -338,8 +341,17 @@ class Source:
             if w is not None:
                 out.append(w)
                 names.add(w.filename)
+        self.local_used.extend(self.local.get(name, []))  # shadowed by the index's or not
         out.extend(w for w in self.local.get(name, []) if w.filename not in names)
         return out
+
+    def pages_read(self) -> dict[str, str]:
+        """The project pages read so far: URL -> project name."""
+        return {
+            self.client(canonicalize_name(n)).page_url(n): n
+            for n, f in list(self._pages.items())
+            if f.done() and not f.cancelled() and f.exception() is None
+        }
 
     def files(self, name: NormalizedName) -> list[RemoteFile]:
         """Every file of ``name`` on its index, sdists and other platforms' wheels too."""
@@ -614,6 +626,7 @@ def fetch(
     http: Http | None = None,
     jobs: int = _DOWNLOADS,
     local_only: Iterable[str] = (),
+    refresh: bool = False,
 ) -> FetchReport:
     """Resolve ``profile`` for every target over the index, then (unless ``dry_run``)
     download exactly the resolved wheels into ``wheelhouse`` and check that it locks."""
@@ -626,7 +639,7 @@ def fetch(
         )
     pinned_urls = {canonicalize_name(k): v for k, v in dict(profile.indexes).items()}
     pinned_urls.update({canonicalize_name(k): v for k, v in (indexes or {}).items()})
-    http = http or Http()
+    http = http or Http(refresh=refresh)
     default = IndexClient(index_url or configured_index(), http)
     pinned = {n: IndexClient(u, http) for n, u in pinned_urls.items()}
     report = FetchReport(indexes={"*": default.url, **dict(sorted(pinned_urls.items()))})
@@ -643,6 +656,16 @@ def fetch(
     ):
         try:
             for target, env in targets:
+                memo_key = fetchmemo.key(
+                    repr(profile), target, report.indexes, {"local_only": sorted(only_here)}
+                )
+                if env is None and _replay(fetchmemo.recall(memo_key, local, http), report, drops):
+                    status(
+                        f"{target.description}: every index page the last fetch read is "
+                        "unchanged and fresh: its resolution stands (--refresh reads them again)"
+                    )
+                    continue
+                before = len(report.closure), len(report.kept), len(report.missing)
                 source = Source(
                     default, pinned, local, target, wheelhouse, pool, drops, only_here, ahead, over
                 )
@@ -663,6 +686,14 @@ def fetch(
                     source.closed = True
                 if res is not None:
                     resolutions[target.description] = res
+                    if env is None and len(report.missing) == before[2]:
+                        fetchmemo.remember(
+                            memo_key,
+                            source.pages_read(),
+                            source.local_used,
+                            http,
+                            _parts(report, target, before),
+                        )
         finally:
             ahead.shutdown(wait=True, cancel_futures=True)
             pool.shutdown(wait=True, cancel_futures=True)
@@ -674,6 +705,33 @@ def fetch(
         return report
     _check_locks(profile, wheelhouse, targets, report, status)
     return report
+
+
+def _parts(report: FetchReport, target: Target, before: tuple[int, int, int]) -> dict[str, Any]:
+    """What one target's resolution added to the report, JSON-ready (for the memo)."""
+    t = target.description
+    return {
+        "closure": [e.to_json() for e in report.closure[before[0] :]],
+        "kept": report.kept[before[1] :],
+        "dropped": [dict(d.__dict__) for tt, d in report.dropped if tt == t],
+        "unused_drops": [u.name for tt, u in report.unused_drops if tt == t],
+        "target": t,
+    }
+
+
+def _replay(
+    parts: Mapping[str, Any] | None, report: FetchReport, drops: Mapping[NormalizedName, Drop]
+) -> bool:
+    """Add a remembered resolution's parts to the report; False when there is none."""
+    if parts is None:
+        return False
+    t = str(parts["target"])
+    report.closure.extend(ClosureEntry(**e) for e in parts["closure"])
+    report.kept.extend(parts["kept"])
+    report.dropped.extend((t, Dropped(**d)) for d in parts["dropped"])
+    report.replayed.append(t)
+    report.unused_drops.extend((t, drops[n]) for n in parts["unused_drops"] if n in drops)
+    return True
 
 
 def _local_hashes(report: FetchReport, local: Iterable[Wheel]) -> None:

@@ -187,7 +187,8 @@ def _pool_manager() -> Any:
 class Http:
     """One connection pool for every index a fetch reads, with the page cache."""
 
-    def __init__(self, cache: Path | None = None) -> None:
+    def __init__(self, cache: Path | None = None, *, refresh: bool = False) -> None:
+        self.refresh = refresh  # read every page from the index again, fresh or not
         self._pool: Any = None
         self._lock = threading.Lock()
         self.cache = cache or (cache_dir() / "http")
@@ -242,7 +243,7 @@ class Http:
                 return None
             return data.decode("utf-8"), str(cached["type"])
 
-        if cached and now - float(cached["at"]) < float(cached["max_age"]):
+        if cached and not self.refresh and now - float(cached["at"]) < float(cached["max_age"]):
             hit = cached_body()
             if hit is not None:
                 return hit
@@ -268,7 +269,7 @@ class Http:
         ctype = (resp.headers.get("Content-Type") or "text/html").split(";")[0].strip()
         entry = {
             "at": now,
-            "max_age": _max_age(resp.headers.get("Cache-Control", "")),
+            "max_age": _max_age(resp.headers.get("Cache-Control")),
             "etag": resp.headers.get("ETag", ""),
             "sha256": hashlib.sha256(raw).hexdigest(),
             "type": ctype,
@@ -282,6 +283,22 @@ class Http:
         except OSError:
             pass
         return raw.decode("utf-8"), ctype
+
+    def page_state(self, url: str, *, recall: bool = True) -> str | None:
+        """The sha256 of ``url``'s cached page while it is fresh (inside its max-age), else
+        None (always, to ``recall`` a resolution, under ``refresh``). Reads the small header
+        file only."""
+        if self.refresh and recall:
+            return None
+        key = hashlib.sha256(url.encode()).hexdigest()
+        path = self.cache / "pages" / key[:2] / f"{key}.json"
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if time.time() - float(meta.get("at", 0)) >= float(meta.get("max_age", 0)):
+            return None
+        return str(meta.get("sha256", "")) or None
 
     def blob(self, url: str, sha256: str) -> bytes:
         """A small immutable file (a ``.metadata``), checked against ``sha256`` when given and
@@ -467,7 +484,14 @@ def _file_page(url: str) -> tuple[str, str]:
     return "", "missing"
 
 
-def _max_age(header: str) -> float:
+def _max_age(header: str | None) -> float:
+    """Seconds a page may be reused: the index's ``max-age`` (capped at 600), 0 for
+    ``no-cache``/``no-store``; when the index says nothing (this machine's PyPI mirror
+    strips the header PyPI sends, ``max-age=600``), PyPI's own 600 s."""
+    if header is None or not header.strip():
+        return float(_MAX_AGE_CAP)
+    if "no-cache" in header or "no-store" in header:
+        return 0.0
     for part in header.split(","):
         key, _, value = part.strip().partition("=")
         if key == "max-age" and value.isdigit():

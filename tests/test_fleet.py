@@ -194,3 +194,46 @@ def test_download_resumes_a_partial_file_and_refuses_a_wrong_sha256(tmp_path: Pa
         with pytest.raises(WheelhouseError, match="the index says"):
             Http(cache=tmp_path / "http").download(file_url, other, "0" * 64, attempts=2)
         assert not other.exists() and not other.with_name("other.whl.part").exists()
+
+
+def test_a_fetch_with_nothing_new_reuses_its_resolution_until_refresh(tmp_path: Path) -> None:
+    """Against nginx (no cache headers: pages are reused for PyPI's 600 s): the second fetch
+    asks the index nothing; --refresh reads the pages again and sees a new release; a wheel
+    of a consulted name that appears in the wheelhouse voids the remembered resolution."""
+    from installer.fetch import fetch
+    from installer.indexclient import Http
+    from installer.profile import Profile
+    from installer.target import declared
+
+    win = declared("win_amd64", "3.12")
+    root, house = tmp_path / "root", tmp_path / "house"
+    root.mkdir()
+    make_wheel(root, "app", "1.0", ["lib"])
+    make_wheel(root, "lib", "1.0")
+    profile = Profile("p").with_flags(requirements=["app"])
+    r = run_wh("index", "--wheelhouse", root)
+    assert r.returncode == 0, r.stderr
+    with serve(root, tmp_path) as url:
+        first = fetch(profile, house, [(win, None)], index_url=url, http=Http())
+        assert sorted(first.downloaded) == ["app-1.0-py3-none-any.whl", "lib-1.0-py3-none-any.whl"]
+        http = Http()
+        again = fetch(profile, house, [(win, None)], index_url=url, http=http)
+        assert again.replayed == [win.description] and http.requests == 0
+        assert again.downloaded == [] and len(again.present) == 2
+        make_wheel(root, "lib", "2.0")
+        assert run_wh("index", "--wheelhouse", root).returncode == 0
+        stale = fetch(profile, house, [(win, None)], index_url=url, dry_run=True, http=Http())
+        assert {e.version for e in stale.closure if e.name == "lib"} == {"1.0"}
+        fresh = fetch(
+            profile, house, [(win, None)], index_url=url, dry_run=True, http=Http(refresh=True)
+        )
+        assert fresh.replayed == [] and {e.version for e in fresh.closure if e.name == "lib"} == {
+            "2.0"
+        }
+        remembered = fetch(profile, house, [(win, None)], index_url=url, dry_run=True, http=Http())
+        assert remembered.replayed == [win.description]  # what the refreshed run resolved
+        make_wheel(house, "lib", "3.0")  # a wheel the remembered resolution never saw
+        local = fetch(profile, house, [(win, None)], index_url=url, dry_run=True, http=Http())
+        assert local.replayed == [] and {e.version for e in local.closure if e.name == "lib"} == {
+            "3.0"
+        }
