@@ -86,6 +86,20 @@ def fetch_section(bench: Bench) -> None:
     a = rep.add("fetch", "wh fetch --dry-run, real sglang closure, cold caches", repeat(n, wh_dry))  # type: ignore[arg-type]
     b = rep.add("fetch", "uv pip compile, same roots, cold cache", repeat(n, uv_compile))  # type: ignore[arg-type]
     rep.ratio("online resolution vs uv", a, b, "target <= 1.0x")
+    warm_cache, warm_house = bench.tmp("fetch-warm"), bench.tmp("fetch-warm-house")
+    argv = ["fetch", "--dry-run", "--json", *SGLANG, *LINUX, "--index-url", INDEX]
+    run(bench.wh(*argv, "--wheelhouse", warm_house), env=bench.wh_env(warm_cache))  # primes
+    rep.add(
+        "fetch",
+        "wh fetch --dry-run, real sglang closure, again (nothing new)",
+        repeat(
+            bench.args.repeat_warm,
+            lambda i: run(
+                bench.wh(*argv, "--wheelhouse", warm_house), env=bench.wh_env(warm_cache)
+            ),
+        ),
+        note="target < 1 s",
+    )
 
     # downloads: the closure's bytes over the rate one large download reaches alone
     cache = bench.tmp("dl-cache")
