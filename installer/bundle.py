@@ -205,7 +205,7 @@ def collect_tool_wheels(
         house = cache_dir() / "bundle-wheels"
         house.mkdir(parents=True, exist_ok=True)
         build_wh_wheel(source or source_tree(), house, hooks)
-        report = fetch(wh_profile, house, [(target, env)], status=hooks.status)
+        report = fetch(wh_profile, house, [(target, env)], status=hooks.status, local_only=["wh"])
         if report.missing:
             raise WheelhouseError(
                 f"wh's own dependencies cannot be had as wheels for {target.description}",

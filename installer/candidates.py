@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
@@ -41,6 +41,7 @@ class Candidate:
     declared: tuple[Requirement, ...] | None = field(compare=False)
     pinned: bool = False
     extras: frozenset[NormalizedName] = frozenset()
+    missing: bool = False  # a stand-in for a name no wheel can be had for (fetch's report)
 
     @property
     def requires(self) -> tuple[Requirement, ...]:
@@ -56,7 +57,9 @@ class Candidate:
     def base(self) -> Candidate:
         if not self.extras:
             return self
-        return Candidate(self.name, self.version, self.wheel, self.declared, self.pinned)
+        return Candidate(
+            self.name, self.version, self.wheel, self.declared, self.pinned, missing=self.missing
+        )
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,13 @@ class CandidateIndex:
     # says which file of it was excluded and by which rule, not that the name is absent
     excluded: Mapping[NormalizedName, Sequence[tuple[str, str]]] = field(default_factory=dict)
 
+    # names whose wheels are read on first use (fetch: a package index's project pages)
+    loader: Callable[[NormalizedName], Sequence[Wheel]] | None = None
+    source_name: str = "the wheelhouse"  # where the wheels come from, in explanations
+    # wheels share tag sets and Requires-Python texts: decide each distinct one once
+    _ranks: dict[frozenset[Tag], int | None] = field(default_factory=dict, repr=False)
+    _pythons: dict[str | None, bool] = field(default_factory=dict, repr=False)
+
     @classmethod
     def build(
         cls,
@@ -100,52 +110,70 @@ class CandidateIndex:
             installed=dict(installed or {}),
             excluded=dict(excluded or {}),
         )
-        # Wheels share tag sets and Requires-Python texts: decide each distinct one once.
-        ranks: dict[frozenset[Tag], int | None] = {}
-        pythons: dict[str | None, bool] = {}
         for name in sorted(grouped):
-            ws = sorted(grouped[name], key=lambda w: w.filename)
-            index.all_wheels[name] = ws
-            best: dict[Version, tuple[tuple[int, int, str], Wheel]] = {}
-            rejected: list[Rejected] = []
-            for w in ws:
-                if w.tags not in ranks:
-                    ranks[w.tags] = target.wheel_rank(w.tags)
-                rank = ranks[w.tags]
-                if rank is None:
-                    tags = ", ".join(sorted(str(t) for t in w.tags))
-                    rejected.append(
-                        Rejected(
-                            w.filename, w.version, f"tag {tags} does not fit {target.description}"
-                        )
-                    )
-                    continue
-                rp = w.requires_python_text
-                if rp not in pythons:
-                    pythons[rp] = target.allows_python(w.requires_python)
-                if not pythons[rp]:
-                    rejected.append(
-                        Rejected(
-                            w.filename,
-                            w.version,
-                            f"Requires-Python {w.requires_python} excludes Python "
-                            f"{target.python_full_version}",
-                        )
-                    )
-                    continue
-                build_num = -w.build[0] if w.build else 0
-                key = (rank, build_num, w.filename)
-                if w.version not in best or key < best[w.version][0]:
-                    best[w.version] = (key, w)
-            index.rejected[name] = rejected
-            index.by_name[name] = [
-                Candidate(name, v, w, None)
-                for v, (_k, w) in sorted(best.items(), key=lambda kv: kv[0], reverse=True)
-            ]
+            index.add(name, grouped[name])
         return index
+
+    @classmethod
+    def lazy(
+        cls,
+        loader: Callable[[NormalizedName], Sequence[Wheel]],
+        target: Target,
+        pins: Mapping[NormalizedName, Pinned],
+    ) -> CandidateIndex:
+        """An index that asks ``loader`` for a name's wheels the first time it is needed."""
+        return cls(
+            target=target, pins=pins, loader=loader, source_name="the index and the wheelhouse"
+        )
+
+    def _load(self, name: NormalizedName) -> None:
+        if self.loader is not None and name not in self.all_wheels:
+            self.add(name, self.loader(name))
+
+    def add(self, name: NormalizedName, wheels: Iterable[Wheel]) -> None:
+        """Rank ``wheels`` (all of ``name``) for the target: the best wheel per version."""
+        target = self.target
+        ranks, pythons = self._ranks, self._pythons
+        ws = sorted(wheels, key=lambda w: w.filename)
+        self.all_wheels[name] = ws
+        best: dict[Version, tuple[tuple[int, int, str], Wheel]] = {}
+        rejected: list[Rejected] = []
+        for w in ws:
+            if w.tags not in ranks:
+                ranks[w.tags] = target.wheel_rank(w.tags)
+            rank = ranks[w.tags]
+            if rank is None:
+                tags = ", ".join(sorted(str(t) for t in w.tags))
+                rejected.append(
+                    Rejected(w.filename, w.version, f"tag {tags} does not fit {target.description}")
+                )
+                continue
+            rp = w.requires_python_text
+            if rp not in pythons:
+                pythons[rp] = target.allows_python(w.requires_python)
+            if not pythons[rp]:
+                rejected.append(
+                    Rejected(
+                        w.filename,
+                        w.version,
+                        f"Requires-Python {w.requires_python} excludes Python "
+                        f"{target.python_full_version}",
+                    )
+                )
+                continue
+            build_num = -w.build[0] if w.build else 0
+            key = (rank, build_num, w.filename)
+            if w.version not in best or key < best[w.version][0]:
+                best[w.version] = (key, w)
+        self.rejected[name] = rejected
+        self.by_name[name] = [
+            Candidate(name, v, w, None)
+            for v, (_k, w) in sorted(best.items(), key=lambda kv: kv[0], reverse=True)
+        ]
 
     def candidates(self, name: NormalizedName) -> list[Candidate]:
         """Newest first. A protected name has exactly one candidate: the pinned install."""
+        self._load(name)
         pin = self.pins.get(name)
         if pin is not None:
             wheel = next(
@@ -179,6 +207,7 @@ class CandidateIndex:
         ``conflict`` says the specifiers are a resolver conflict: a version they all admit
         is then said to conflict with the rest.
         """
+        self._load(name)
         named = [(spec, labels[i] if i < len(labels) else None) for i, spec in enumerate(specs)]
         lines: list[str] = []
         pin = self.pins.get(name)
@@ -207,7 +236,11 @@ class CandidateIndex:
             lines.append(f"{filename}: excluded from the wheelhouse by the scan: {reason}")
         if not wheels:
             if not self.excluded.get(name):
-                lines.append(f"the wheelhouse has no wheel named {name}")
+                lines.append(
+                    f"{self.source_name} have no wheel of {name} for {self.target.description}"
+                    if self.loader
+                    else f"the wheelhouse has no wheel named {name}"
+                )
             return lines
         rejected = {r.filename: r for r in self.rejected.get(name, [])}
         usable = {c.wheel.filename for c in self.by_name.get(name, []) if c.wheel}

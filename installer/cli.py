@@ -141,6 +141,12 @@ def profile_options(f: F) -> F:
             help="Override every wheel's requirement on a name, e.g. 'kernel==0.4.3'.",
         ),
         click.option(
+            "--drop",
+            "drops",
+            multiple=True,
+            help="Drop a dependency where a marker holds: 'uvloop; sys_platform == \"win32\"'.",
+        ),
+        click.option(
             "--protect",
             "protections",
             multiple=True,
@@ -189,6 +195,7 @@ def _profile(kw: dict[str, Any]) -> Profile:
         allow_overwrite=kw["allow_overwrite"],
         overrides=kw["overrides"],
         protections=kw["protections"],
+        drops=kw["drops"],
         imports=kw["imports"],
         snippets=kw["snippets"],
         link_mode=kw["link_mode"],
@@ -326,6 +333,11 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
     default="if-necessary-or-explicit",
     show_default=True,
 )
+@click.option(
+    "--index-url",
+    help="Name each wheel by its URL on this index (a `wh index` of the wheelhouse, served), "
+    "not by path: a lock for the machines of a fleet.",
+)
 def lock(
     as_json: bool,
     verbose: int,
@@ -333,6 +345,7 @@ def lock(
     check: bool,
     prereleases: str,
     ignore_installed: bool,
+    index_url: str | None,
     **kw: Any,
 ) -> None:
     """Resolve PROFILE from the wheelhouse and write a PEP 751 lock."""
@@ -377,6 +390,7 @@ def lock(
             hooks,
             prereleases=prereleases,
             use_installed=not ignore_installed,
+            index_url=index_url,
         )
 
     def text() -> None:
@@ -392,6 +406,10 @@ def lock(
         for text in data["unused_overrides"]:
             name = canonicalize_name(Requirement(text).name)
             click.echo(f"unused override: {text} (nothing required {name})")
+        for d in data["drops_applied"]:
+            click.echo(f"dropped: {d['by']}: {d['requirement']} ({d['reason'] or 'no reason'})")
+        for text in data["unused_drops"]:
+            click.echo(f"unused drop: {text} (no wheel requires it on this target)")
         for n, version in data["protected"].items():
             click.echo(f"protected: {n} {version} kept as installed")
         if data["excluded_wheels"]:
@@ -692,7 +710,12 @@ def why(
     path = lockfile or default_lock_path(str(profile_name))
     lk = lockmod.read(path)
     key = canonicalize_name(name)
-    found = chains(lk, key)
+    dropped = [
+        d
+        for d in lk.tool.get("drops-applied", [])
+        if canonicalize_name(Requirement(d["requirement"]).name) == key
+    ]
+    found = chains(lk, key) if not dropped or key in lk.packages else []
     applied = [
         a
         for a in lk.tool.get("overrides-applied", [])
@@ -721,10 +744,19 @@ def why(
             [{"parent": link.parent, "requirement": link.requirement} for link in c] for c in found
         ],
         "overrides": applied,
+        "dropped": dropped,
         "why_not": not_chosen,
     }
 
     def text() -> None:
+        for d in dropped:
+            click.echo(
+                f"{key} is dropped in {path}: {d['by']} requires {d['requirement']}, dropped"
+                + (f" where {d['marker']}" if d["marker"] else "")
+                + f" ({d['reason'] or 'no reason given'})"
+            )
+        if dropped and not found:
+            return
         click.echo(f"{key} {pkg.version if pkg else '(protected, kept)'} is in {path} because:")
         for c in found:
             click.echo(
@@ -746,10 +778,12 @@ def why(
 def _register_subcommands() -> None:
     """Commands that live in their own subpackages, added to the group here."""
     from installer.build.cli import build
+    from installer.export_cli import export_cmd
     from installer.recovery_cli import recover
 
     cli.add_command(build)
     cli.add_command(recover)
+    cli.add_command(export_cmd)
 
 
 _register_subcommands()
@@ -789,46 +823,92 @@ def _fetch_targets(kw: dict[str, Any]) -> list[Any]:
     multiple=True,
     help="Take one package from its own index: NAME=URL (repeatable).",
 )
+@click.option(
+    "--index-url",
+    help="The index to resolve and download from (default: pip's configured index-url, else PyPI).",
+)
+@click.option("--dry-run", is_flag=True, help="Resolve and print the closure; download nothing.")
+@click.option(
+    "--refresh",
+    is_flag=True,
+    help="Read every project page from the index again (default: reuse one read in the last "
+    "10 minutes, or the index's own max-age).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 32),
+    default=6,
+    show_default=True,
+    help="Wheels downloading at once.",
+)
 def fetch(
-    as_json: bool, verbose: int, wheelhouse: Path, index_pins: tuple[str, ...], **kw: Any
+    as_json: bool,
+    verbose: int,
+    wheelhouse: Path,
+    index_pins: tuple[str, ...],
+    index_url: str | None,
+    dry_run: bool,
+    jobs: int,
+    refresh: bool,
+    **kw: Any,
 ) -> None:
-    """Download binary wheels for PROFILE's closure into the wheelhouse (online machine)."""
+    """Resolve PROFILE over the index's metadata, then download exactly those wheels."""
     from installer.errors import WheelhouseError
     from installer.fetch import fetch as do_fetch
-    from installer.fetch import parse_index_option
+    from installer.fetch import fetch_json, parse_index_option, pip_env_note
 
     profile = _profile(kw)
     targets = _fetch_targets(kw)
     with _hooks(as_json) as hooks:
+        hooks.status(pip_env_note())
         report = do_fetch(
             profile,
             wheelhouse,
             targets,
             indexes=parse_index_option(index_pins),
+            index_url=index_url,
+            dry_run=dry_run,
             status=hooks.status,
+            jobs=jobs,
+            refresh=refresh,
         )
-    data = {
-        "wheelhouse": str(wheelhouse),
-        "downloaded": report.downloaded,
-        "kept": report.kept,
-        "missing": [m.__dict__ for m in report.missing],
-        "resolutions": {t: r.versions() for t, r in report.resolutions.items()},
-    }
+    data = fetch_json(report, wheelhouse, dry_run)
 
     def text() -> None:
-        click.echo(f"downloaded {len(report.downloaded)} wheel(s) into {wheelhouse}")
-        for t, r in report.resolutions.items():
-            click.echo(f"complete for {t}: {len(r.packages)} package(s)")
+        by_target: dict[str, int] = {}
+        for e in report.closure:
+            by_target[e.target] = by_target.get(e.target, 0) + 1
+        for t, n in by_target.items():
+            click.echo(f"resolved {n} wheel(s) for {t}")
+        for t, d in report.dropped:
+            click.echo(
+                f"dropped for {t}: {d.by} requires {d.requirement} ({d.reason or 'no reason'})"
+            )
+        for t, u in report.unused_drops:
+            click.echo(f"unused drop for {t}: {u.describe()} (no wheel requires it there)")
         for k in report.kept:
             click.echo(f"kept: {k}")
+        if dry_run:
+            for e in report.closure:
+                click.echo(f"  {e.filename}  {e.url or '(in the wheelhouse)'}")
+            click.echo("dry run: nothing was downloaded")
+            return
+        click.echo(
+            f"downloaded {len(report.downloaded)} wheel(s) ({report.downloaded_bytes:,} bytes), "
+            f"{len(report.present)} already present, into {wheelhouse}"
+        )
+        for t, r in report.resolutions.items():
+            click.echo(f"the wheelhouse locks for {t}: {len(r.packages)} package(s)")
 
     _emit(as_json, data, text)
     if report.missing:
         raise WheelhouseError(
-            f"{len(report.missing)} requirement(s) cannot be had as wheels",
+            f"{len(report.missing)} requirement(s) cannot be had as wheels; nothing was downloaded"
+            if not report.downloaded
+            else f"{len(report.missing)} wheel(s) could not be had",
             details=[str(m) for m in report.missing],
-            hint="build what is missing with `wh build` (or pin its index with --index "
-            "NAME=URL), then run `wh fetch` again: present wheels are not downloaded twice",
+            hint="follow the advice on each line, then run `wh fetch` again: wheels already "
+            "in the wheelhouse are checked, not downloaded twice",
         )
 
 
@@ -954,6 +1034,7 @@ def keygen(as_json: bool, verbose: int, key: Path) -> None:
 def _refusals() -> None:
     """Options a command cannot use where given are refused with why (installer/cli_flags)."""
     from installer import cli_flags as cf
+    from installer.export_cli import export_cmd
 
     for cmd, rules in (
         (install, cf.INSTALL),
@@ -964,6 +1045,7 @@ def _refusals() -> None:
         (scan, cf.SCAN),
         (index_cmd, cf.INDEX),
         (keygen, cf.KEYGEN),
+        (export_cmd, cf.EXPORT),
     ):
         cf.refuse_in(cmd, rules)
 

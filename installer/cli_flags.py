@@ -96,6 +96,7 @@ INSTALL = (
             ("extra_requirements", "--extra-requirement", "the roots"),
             ("overrides", "--override", "every requirement"),
             ("allow_overwrite", "--allow-overwrite", "which overwrites are allowed"),
+            ("drops", "--drop", "which dependencies are dropped"),
         )
     ),
     Rule(
@@ -144,6 +145,7 @@ VERIFY = (
         for name, flag in (
             ("extra_requirements", "--extra-requirement"),
             ("overrides", "--override"),
+            ("drops", "--drop"),
             ("allow_overwrite", "--allow-overwrite"),
             ("link_mode", "--link-mode"),
             ("backend", "--backend"),
@@ -161,6 +163,15 @@ _SILENT = "has nothing to show: `wh {cmd}` runs no delegated command (-v shows t
 SCAN = (Rule("verbose", _SILENT.format(cmd="scan")),)
 INDEX = (Rule("verbose", _SILENT.format(cmd="index")),)
 KEYGEN = (Rule("verbose", _SILENT.format(cmd="keygen")),)
+EXPORT = (
+    Rule("verbose", _SILENT.format(cmd="export")),
+    Rule(
+        "profile_name",
+        "has no effect with --lockfile: PROFILE only names the default lock "
+        "lockfiles/pylock.PROFILE.toml",
+        lambda kw: bool(kw.get("lockfile")),
+    ),
+)
 
 _FETCH_WHY = "has no effect on `wh fetch`, which only downloads wheels: give it to `wh lock`"
 FETCH = tuple(

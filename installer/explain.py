@@ -68,7 +68,7 @@ def explain_impossible(
         )
     parents = sorted({i.requirement.parent for infos in by_name.values() for i in infos})
     message = (
-        f"cannot satisfy the requirements on {', '.join(names)} from the wheelhouse"
+        f"cannot satisfy the requirements on {', '.join(names)} from {index.source_name}"
         f" (requested by {', '.join(parents)})"
     )
     return ResolutionError(message, details=details, hint="\n      ".join(hints))

@@ -50,6 +50,7 @@ class LockedPackage:
     required_by: tuple[tuple[str, str], ...]
     protected: bool
     extras: tuple[NormalizedName, ...] = ()
+    url: str | None = None  # a lock of `wh lock --index-url`: ``wheel`` is its download place
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ def render(
     *,
     build_records: Mapping[str, Mapping[str, Any]] | None = None,
     digests: Mapping[Path, str] | None = None,
+    index_url: str | None = None,
 ) -> bytes:
     """The lock's bytes: deterministic for the same inputs, digest included."""
     lock_dir = lock_path.parent.resolve()
@@ -121,7 +123,8 @@ def render(
                 wheels=[
                     PackageWheel(
                         name=w.filename,
-                        path=rel,
+                        path=None if index_url else rel,
+                        url=wheel_url(index_url, w.filename) if index_url else None,
                         size=w.size,
                         hashes={"sha256": sha256},
                     )
@@ -145,6 +148,15 @@ def render(
             for a in resolution.applied
         ],
         "unused-overrides": [str(o.requirement) for o in resolution.unused_overrides],
+        "drops": [
+            {"name": d.name, "marker": str(d.marker or ""), "reason": d.reason}
+            for d in profile.drops
+        ],
+        "drops-applied": [
+            {"by": d.by, "requirement": d.requirement, "marker": d.marker, "reason": d.reason}
+            for d in resolution.dropped
+        ],
+        "unused-drops": [d.describe() for d in resolution.unused_drops],
         # dependencies nobody declares: installed before the other roots
         "extra-requirements": [
             {"requirement": str(e.requirement), "reason": e.reason} for e in profile.extras
@@ -169,6 +181,8 @@ def render(
         "needs": list(profile.needs),
         "allow-overwrite": list(profile.allow_overwrite),
     }
+    if index_url:
+        tool_wh["index-url"] = index_url
     if build_records:
         tool_wh["build-records"] = {k: dict(v) for k, v in sorted(build_records.items())}
     tool_wh["digest"] = "sha256:"
@@ -188,6 +202,17 @@ def render(
     body = tomli_w.dumps(_sorted(doc)).encode()
     digest = hashlib.sha256(body).hexdigest()
     return body.replace(_DIGEST_BLANK, f'digest = "sha256:{digest}"'.encode(), 1)
+
+
+def wheel_url(index_url: str, filename: str) -> str:
+    """Where a wheelhouse served as a `wh index` keeps ``filename``: its pages are under
+    ``/simple/``, its wheels one folder up (the pages link ``../../<wheel>``)."""
+    from urllib.parse import quote
+
+    base = index_url.rstrip("/")
+    if base.endswith("/simple"):
+        base = base[: -len("/simple")]
+    return f"{base}/{quote(filename)}"
 
 
 def _live_target(target: Target) -> dict[str, Any]:
@@ -261,13 +286,21 @@ def parse(data: bytes, path: Path, *, require_digest: bool = True) -> Lock:
     packages: dict[NormalizedName, LockedPackage] = {}
     for pkg in pylock.packages:
         wheels = list(pkg.wheels or [])
-        if len(wheels) != 1 or wheels[0].path is None:
+        if len(wheels) != 1 or (wheels[0].path is None and wheels[0].url is None):
             raise LockError(
-                f"{path}: package {pkg.name} must name exactly one wheel by path",
-                hint="wh installs exactly one local wheel per package; re-create with `wh lock`",
+                f"{path}: package {pkg.name} must name exactly one wheel by path or URL",
+                hint="wh installs exactly one wheel per package; re-create with `wh lock`",
             )
         w = wheels[0]
-        wpath = str(w.path)
+        if w.path is not None:
+            wpath = str(w.path)
+            where = (lock_dir / wpath).resolve()
+        else:
+            from installer.stamps import cache_dir
+
+            wpath = str(w.url).rsplit("/", 1)[-1]
+            digest = w.hashes.get("sha256", "none")
+            where = cache_dir() / "fleet-wheels" / digest[:2] / digest / (w.name or wpath)
         if "sha256" not in w.hashes:
             weak = ", ".join(sorted(set(w.hashes) & set(WEAK_HASHES))) or "none"
             raise LockError(
@@ -280,7 +313,7 @@ def parse(data: bytes, path: Path, *, require_digest: bool = True) -> Lock:
         packages[pkg.name] = LockedPackage(
             name=pkg.name,
             version=pkg.version or Version("0"),
-            wheel=(lock_dir / wpath).resolve(),
+            wheel=where,
             filename=w.name or Path(wpath).name,
             size=w.size,
             sha256=w.hashes["sha256"],
@@ -288,6 +321,7 @@ def parse(data: bytes, path: Path, *, require_digest: bool = True) -> Lock:
             required_by=tuple((str(a), str(b)) for a, b in ptool.get("required-by", [])),
             protected=bool(ptool.get("protected", False)),
             extras=tuple(canonicalize_name(e) for e in ptool.get("extras", [])),
+            url=str(w.url) if w.path is None and w.url else None,
         )
     ok = digest_ok(data)
     if ok is False or (ok is None and require_digest):

@@ -150,6 +150,7 @@ def lock_report(
     *,
     prereleases: str = "if-necessary-or-explicit",
     use_installed: bool = True,
+    index_url: str | None = None,
 ) -> dict[str, Any]:
     """``wh lock``: the remembered report when nothing changed, else a fresh lock's."""
     from concurrent.futures import ThreadPoolExecutor
@@ -158,6 +159,7 @@ def lock_report(
         "prereleases": prereleases,
         "use_installed": use_installed,
         "given": [str(wheelhouse), str(lock_path)],
+        "index_url": index_url,
     }
     with ThreadPoolExecutor(max_workers=1) as pool:
         probing = pool.submit(spec.resolve)  # a subprocess for a live target
@@ -186,6 +188,7 @@ def lock_report(
         prereleases=prereleases,
         use_installed=use_installed,
         resolved=(target, env),
+        index_url=index_url,
     )
     report = lock_summary(result)
     if memo_key:

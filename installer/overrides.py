@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 
-from installer.profile import Override
+from installer.profile import Drop, Override
 from installer.target import Target
 
 
@@ -39,3 +39,23 @@ def apply_override(
     new.extras = set(req.extras) | set(ov.requirement.extras)
     new.marker = req.marker
     return new, ov
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """One drop applied to one requirement of one wheel: the dependency is not resolved."""
+
+    by: str  # "sglang 0.5.10"
+    requirement: str  # the requirement as the wheel states it, marker included
+    marker: str  # the drop's marker ("" when it drops everywhere)
+    reason: str
+
+
+def drop_applies(
+    req: Requirement, drops: Mapping[NormalizedName, Drop], target: Target
+) -> Drop | None:
+    """The drop that removes ``req`` on ``target``, if any (its marker holds there)."""
+    d = drops.get(canonicalize_name(req.name))
+    if d is None or not target.evaluate(d.marker):
+        return None
+    return d

@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -51,6 +52,20 @@ class Protection:
 
 
 @dataclass(frozen=True)
+class Drop:
+    """A dependency removed wherever a wheel requires ``name`` and ``marker`` holds for the
+    target (uvloop on win32: sglang requires it with no marker, and it has no Windows wheel)."""
+
+    name: NormalizedName
+    marker: Marker | None = None
+    reason: str = ""
+
+    def describe(self) -> str:
+        where = f" where {self.marker}" if self.marker is not None else " everywhere"
+        return f"{self.name}{where}"
+
+
+@dataclass(frozen=True)
 class Extra:
     """A root requirement the metadata does not declare (kernels==0.11.7 for sglang)."""
 
@@ -89,6 +104,7 @@ class Profile:
     source: str = "<flags>"
     indexes: tuple[tuple[NormalizedName, str], ...] = ()  # package -> index URL, for `wh fetch`
     allow_overwrite: tuple[NormalizedName, ...] = ()  # may write files other dists own
+    drops: tuple[Drop, ...] = ()  # dependencies removed where their marker holds
 
     @property
     def roots(self) -> tuple[Requirement, ...]:
@@ -106,6 +122,7 @@ class Profile:
         link_mode: str | None = None,
         backend: str | None = None,
         allow_overwrite: Iterable[str] = (),
+        drops: Iterable[str] = (),
     ) -> Profile:
         """This profile with CLI flags added on top (flags win for link mode and backend)."""
         where = "command line"
@@ -113,6 +130,10 @@ class Profile:
         for text in overrides:
             o = Override(_req(text, where, "--override"), "given on the command line")
             over[o.name] = o
+        drop = {d.name: d for d in self.drops}
+        for text in drops:
+            d = drop_from_text(text, where, "given on the command line")
+            drop[d.name] = d
         prot = {p.name: p for p in self.protections}
         for text in protections:
             p = _protection(text, where)
@@ -131,6 +152,7 @@ class Profile:
             ),
             overrides=tuple(over[k] for k in sorted(over)),
             protections=tuple(prot[k] for k in sorted(prot)),
+            drops=tuple(drop[k] for k in sorted(drop)),
             checks=Checks(
                 imports=self.checks.imports + tuple(imports),
                 snippets=self.checks.snippets + tuple(Snippet(s) for s in snippets),
@@ -152,6 +174,17 @@ def _req(text: str, where: str, key: str) -> Requirement:
             details=[str(exc)],
             hint="write a PEP 508 requirement such as 'sglang-kernel==0.4.3'",
         ) from exc
+
+
+def drop_from_text(text: str, where: str, reason: str = "") -> Drop:
+    """``uvloop; sys_platform == 'win32'`` (a name and an optional marker, no version)."""
+    req = _req(text, where, "--drop")
+    if req.specifier or req.extras or req.url:
+        raise ProfileError(
+            f"{where}: drop {text!r} names a version, extras or URL",
+            hint="a drop is a name and an optional marker: 'uvloop; sys_platform == \"win32\"'",
+        )
+    return Drop(canonicalize_name(req.name), req.marker, reason)
 
 
 def _choice(value: str, allowed: tuple[str, ...], where: str, key: str) -> str:
@@ -190,6 +223,7 @@ _KEYS = {
     "needs",
     "indexes",
     "allow-overwrite",
+    "drop",
 }
 
 
@@ -247,6 +281,25 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
         if isinstance(i, dict) and "version" in i:
             p = _protection(f"{text}=={i['version']}", where)
         protections.append(replace(p, reason=reason))
+    drops: dict[NormalizedName, Drop] = {}
+    for i in items("drop"):
+        if isinstance(i, str):
+            d = drop_from_text(i, where)
+        elif isinstance(i, dict) and isinstance(i.get("name"), str):
+            extra = sorted(set(i) - {"name", "marker", "reason"})
+            if extra:
+                raise ProfileError(f"{where}: drop entry has unknown key(s) {', '.join(extra)}")
+            text = i["name"] + (f"; {i['marker']}" if i.get("marker") else "")
+            d = drop_from_text(text, where, str(i.get("reason", "")))
+        else:
+            raise ProfileError(
+                f"{where}: each drop entry must be a string or a table with 'name'",
+                hint='write drop = [{ name = "uvloop", marker = "sys_platform == \'win32\'", '
+                'reason = "..." }]',
+            )
+        if d.name in drops:
+            raise ProfileError(f"{where}: two drops for {d.name}", hint="keep one drop per name")
+        drops[d.name] = d
     checks_raw = data.get("checks", {})
     if not isinstance(checks_raw, dict):
         raise ProfileError(f"{where}: checks must be a table", hint="write [profile.NAME.checks]")
@@ -282,6 +335,7 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
         source=source,
         indexes=tuple(sorted((canonicalize_name(k), v) for k, v in indexes.items())),
         allow_overwrite=tuple(sorted(canonicalize_name(str(n)) for n in items("allow-overwrite"))),
+        drops=tuple(drops[k] for k in sorted(drops)),
     )
 
 

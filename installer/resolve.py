@@ -6,6 +6,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
+from types import MappingProxyType
 from typing import Any
 
 import resolvelib
@@ -16,14 +17,15 @@ from packaging.version import Version
 
 from installer.candidates import Candidate, CandidateIndex, Pinned, Rejected
 from installer.errors import ResolutionError
-from installer.overrides import Applied, apply_override
-from installer.profile import Override
+from installer.overrides import Applied, Dropped, apply_override, drop_applies
+from installer.profile import Drop, Override
 from installer.schedule import order_graph
 from installer.target import Target
 from installer.wheelfile import Wheel
 
 PRERELEASE_POLICIES = ("if-necessary-or-explicit", "allow", "disallow")
 _ASSUMED = Version("0")  # the stand-in version of an assumed-present name (by identity)
+_NO_DROPS: Mapping[NormalizedName, Drop] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,10 @@ class Resolution:
     levels: tuple[tuple[NormalizedName, ...], ...] = field(default=())
     # wheels of the chosen packages that do not fit the target (tag, Requires-Python)
     rejected: tuple[Rejected, ...] = field(default=())
+    dropped: tuple[Dropped, ...] = field(default=())
+    unused_drops: tuple[Drop, ...] = field(default=())
+    # names no wheel can be had for (only with ``placeholders``): who asked, and for what
+    unavailable: Mapping[NormalizedName, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     def versions(self) -> dict[str, str]:
         return {n: str(c.candidate.version) for n, c in sorted(self.packages.items())}
@@ -101,12 +107,16 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         target: Target,
         overrides: Mapping[NormalizedName, Override],
         prereleases: str,
+        drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
+        placeholders: bool = False,
         assume: Collection[NormalizedName] = (),
     ) -> None:
         self.index = index
         self.target = target
         self.overrides = overrides
         self.prereleases = prereleases
+        self.drops = drops
+        self.placeholders = placeholders
         # names the wheelhouse lacks, taken as present (no dependencies) so that one failed
         # offline lock can name every missing package rather than the first only
         self.assume = frozenset(assume)
@@ -149,12 +159,21 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
             if c.version not in bad and all(self._satisfies(r, c) for r in reqs)
         ]
         ok = order_prereleases(ok, self.prereleases)
+        if not ok and self.placeholders and not bad and not self.index.candidates(name):
+            # no wheel of this name fits the target at all: a stand-in lets the rest resolve, so
+            # every such name is reported in one run (never written to a lock)
+            ok = [Candidate(name, Version("0"), None, (), missing=True)]
         if extras:
-            return [Candidate(c.name, c.version, c.wheel, c.declared, c.pinned, extras) for c in ok]
+            return [
+                Candidate(c.name, c.version, c.wheel, c.declared, c.pinned, extras, c.missing)
+                for c in ok
+            ]
         return ok
 
     @staticmethod
     def _satisfies(req: Need, cand: Candidate) -> bool:
+        if cand.missing:
+            return True
         version = cand.version
         if version is _ASSUMED:
             return True
@@ -173,7 +192,7 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
     def get_dependencies(self, candidate: Candidate) -> list[Need]:
         cached = self._deps.get(candidate)
         if cached is None:
-            cached = dependencies(candidate, self.target, self.overrides)[0]
+            cached = dependencies(candidate, self.target, self.overrides, self.drops)[0]
             self._deps[candidate] = cached
         return cached
 
@@ -196,9 +215,12 @@ def order_prereleases(candidates: Sequence[Candidate], policy: str) -> list[Cand
 
 
 def dependencies(
-    candidate: Candidate, target: Target, overrides: Mapping[NormalizedName, Override]
+    candidate: Candidate,
+    target: Target,
+    overrides: Mapping[NormalizedName, Override],
+    drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
 ) -> tuple[list[Need], list[Applied]]:
-    """The Needs a candidate brings on the target, with overrides applied (pure)."""
+    """The Needs a candidate brings on the target, overrides applied, drops removed (pure)."""
     parent = str(candidate)
     needs: list[Need] = []
     applied: list[Applied] = []
@@ -218,6 +240,8 @@ def dependencies(
             if target.evaluate(req.marker) or not target.evaluate(req.marker, candidate.extras):
                 continue
         elif not target.evaluate(req.marker):
+            continue
+        if drops and drop_applies(req, drops, target) is not None:
             continue
         need, app = to_need(req, parent, target, overrides)
         needs.append(need)
@@ -280,6 +304,9 @@ def resolve(
     undeclared: Collection[NormalizedName] = (),
     excluded: Mapping[NormalizedName, Sequence[tuple[str, str]]] | None = None,
     hints: bool = True,
+    drops: Sequence[Drop] = (),
+    index: CandidateIndex | None = None,
+    placeholders: bool = False,
 ) -> Resolution:
     """Resolve ``roots`` for ``target`` from ``wheels``. Pure: no disk, no subprocess.
 
@@ -290,11 +317,17 @@ def resolve(
     roots that are dependencies nobody declares (a profile's extra requirements): the
     install order puts them before the other roots. ``excluded`` names the files of each
     name the scan excluded, with why, so a conflict says they are broken rather than absent.
-    ``hints`` False skips the trial resolutions behind a conflict's hints.
+    ``hints`` False skips the trial resolutions behind a conflict's hints. ``drops`` remove
+    wheels' requirements where their marker holds. ``index`` replaces the index built from
+    ``wheels`` (fetch passes one that reads a package index); with ``placeholders`` a name
+    nothing can be had for resolves to a stand-in listed in ``Resolution.unavailable``
+    instead of failing.
     """
     pins = dict(pins or {})
     over = {o.name: o for o in overrides}
-    index = CandidateIndex.build(wheels, target, pins, installed, excluded)
+    drop_map = {d.name: d for d in drops}
+    if index is None:
+        index = CandidateIndex.build(wheels, target, pins, installed, excluded)
     root_needs: list[Need] = []
     root_applied: list[Applied] = []
     for r in roots:
@@ -306,7 +339,9 @@ def resolve(
             root_applied.append(app)
     if prereleases not in PRERELEASE_POLICIES:
         raise ValueError(f"prereleases must be one of {PRERELEASE_POLICIES}, not {prereleases!r}")
-    provider = _Provider(index, target, over, prereleases)
+    provider = _Provider(
+        index, target, over, prereleases, drops=drop_map, placeholders=placeholders
+    )
     resolver: resolvelib.Resolver[Need, Candidate, str] = resolvelib.Resolver(
         provider, _PinReporter(on_pin)
     )
@@ -318,11 +353,14 @@ def resolve(
         causes = list(exc.causes)
         missing = _missing(causes, index)
         if missing and hints:
-            more = _every_missing(missing, index, target, over, prereleases, root_needs)
+            more = _every_missing(missing, index, target, over, prereleases, root_needs, drop_map)
             if len(more) > 1:
                 raise all_missing(more, index) from None
         parents = sorted({i.parent for i in causes if i.parent is not None}, key=str)
-        chains = {str(p): requirement_chain(p, root_needs, index, target, over) for p in parents}
+        chains = {
+            str(p): requirement_chain(p, root_needs, index, target, over, drops=drop_map)
+            for p in parents
+        }
         older: dict[NormalizedName, str] = {}
         if hints:
 
@@ -332,7 +370,7 @@ def resolve(
                 names = {canonicalize_name(r.name) for r in extra}
                 needs = [n for n in root_needs if n.name not in names]
                 needs += [to_need(r, "profile", target, over)[0] for r in extra]
-                again = _Provider(index, target, over, prereleases)
+                again = _Provider(index, target, over, prereleases, drops=drop_map)
                 try:
                     resolvelib.Resolver(again, resolvelib.BaseReporter()).resolve(
                         needs, max_rounds=max_rounds
@@ -350,7 +388,9 @@ def resolve(
             f"resolution gave up after {max_rounds} rounds of backtracking",
             hint="pin the packages involved more tightly in the profile's requirements",
         ) from exc
-    resolution = _assemble(result.mapping, root_needs, root_applied, target, over, pins, undeclared)
+    resolution = _assemble(
+        result.mapping, root_needs, root_applied, target, over, pins, undeclared, drop_map
+    )
     rejected = tuple(r for n in sorted(resolution.packages) for r in index.rejected.get(n, []))
     return replace(resolution, rejected=rejected)
 
@@ -372,6 +412,7 @@ def _every_missing(
     over: Mapping[NormalizedName, Override],
     prereleases: str,
     root_needs: Sequence[Need],
+    drops: Mapping[NormalizedName, Drop],
     *,
     rounds: int = 50,
 ) -> dict[NormalizedName, set[str]]:
@@ -380,7 +421,7 @@ def _every_missing(
     found: dict[NormalizedName, set[str]] = {}
     assume = set(first)
     for _ in range(rounds):
-        provider = _Provider(index, target, over, prereleases, assume)
+        provider = _Provider(index, target, over, prereleases, drops=drops, assume=assume)
         try:
             result = resolvelib.Resolver(provider, resolvelib.BaseReporter()).resolve(
                 root_needs, max_rounds=20_000
@@ -499,6 +540,7 @@ def requirement_chain(
     overrides: Mapping[NormalizedName, Override],
     *,
     limit: int = 5000,
+    drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
 ) -> list[str]:
     """The shortest path of requirements from the profile to ``goal``, one line per step.
 
@@ -528,7 +570,7 @@ def requirement_chain(
     while not found and queue and len(came) < limit:
         cand = queue.popleft()
         prev = (cand.name, cand.version, cand.extras)
-        found = any(visit(n, prev) for n in dependencies(cand, target, overrides)[0])
+        found = any(visit(n, prev) for n in dependencies(cand, target, overrides, drops)[0])
     if not found:
         return []
     steps: list[str] = []
@@ -548,6 +590,7 @@ def _assemble(
     over: Mapping[NormalizedName, Override],
     pins: Mapping[NormalizedName, Pinned],
     undeclared: Collection[NormalizedName],
+    drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
 ) -> Resolution:
     extras: dict[NormalizedName, set[NormalizedName]] = defaultdict(set)
     base: dict[NormalizedName, Candidate] = {}
@@ -558,6 +601,7 @@ def _assemble(
     for n in root_needs:
         required_by[n.name].append(("profile", n.text))
     applied: list[Applied] = list(root_applied)
+    dropped: list[Dropped] = []
     depends: dict[NormalizedName, set[NormalizedName]] = defaultdict(set)
     for name in sorted(base):
         cand = base[name]
@@ -568,8 +612,10 @@ def _assemble(
             else []
         )
         for view in views:
-            needs, apps = dependencies(view, target, over)
+            needs, apps = dependencies(view, target, over, drops)
             applied.extend(apps)
+            if drops:
+                dropped.extend(_dropped(view, target, drops))
             for need in needs:
                 if need.exact is not None:
                     continue
@@ -580,14 +626,16 @@ def _assemble(
                         need.text + (f" (by override of {need.original})" if need.original else ""),
                     )
                 )
+    unavailable = {n: tuple(sorted(set(required_by[n]))) for n in sorted(base) if base[n].missing}
     chosen = {
         name: Chosen(
             candidate=base[name],
             extras=frozenset(extras[name]),
-            depends_on=tuple(sorted(depends[name] & base.keys())),
+            depends_on=tuple(sorted(n for n in depends[name] if n in base and not base[n].missing)),
             required_by=tuple(sorted(set(required_by[name]))),
         )
         for name in sorted(base)
+        if not base[name].missing
     }
     used = {canonicalize_name(Requirement(a.replacement).name) for a in applied}
     unique_applied = sorted(set(applied), key=lambda a: (a.by, a.original))
@@ -597,6 +645,13 @@ def _assemble(
         applied=tuple(unique_applied),
         unused_overrides=tuple(o for n, o in sorted(over.items()) if n not in used),
         pins={n: p for n, p in pins.items() if n in chosen},
+        dropped=tuple(sorted(set(dropped), key=lambda d: (d.by, d.requirement))),
+        unused_drops=tuple(
+            d
+            for n, d in sorted(drops.items())
+            if n not in {_req_name(x.requirement) for x in dropped}
+        ),
+        unavailable=unavailable,
         levels=install_levels(
             order_graph(
                 {n: c.depends_on for n, c in chosen.items()},
@@ -605,6 +660,28 @@ def _assemble(
             )
         ),
     )
+
+
+def _req_name(text: str) -> NormalizedName:
+    return canonicalize_name(Requirement(text).name)
+
+
+def _dropped(
+    candidate: Candidate, target: Target, drops: Mapping[NormalizedName, Drop]
+) -> list[Dropped]:
+    """The drops that removed a requirement of ``candidate`` on ``target``."""
+    out = []
+    for req in candidate.requires:
+        if candidate.extras:
+            if target.evaluate(req.marker) or not target.evaluate(req.marker, candidate.extras):
+                continue
+        elif not target.evaluate(req.marker):
+            continue
+        d = drop_applies(req, drops, target)
+        if d is not None:
+            marker = str(d.marker) if d.marker is not None else ""
+            out.append(Dropped(str(candidate.base), str(req), marker, d.reason))
+    return out
 
 
 def install_levels(

@@ -300,6 +300,32 @@ def add_hashes(
     return tuple(replace(w, sha256=done[w.path][1]) if w.path in done else w for w in wheels)
 
 
+def remember_digests(digests: Mapping[Path, str]) -> None:
+    """Store sha256 digests known another way (a download checked against its index) in
+    the scan cache, for files whose entry describes them as they are now."""
+    by_dir: dict[Path, list[Path]] = {}
+    for path in digests:
+        by_dir.setdefault(path.parent, []).append(path)
+    for folder, files in by_dir.items():
+        cfile = _cache_file(folder)
+        try:
+            data = json.loads(cfile.read_text(encoding="utf-8"))
+            entries = data["entries"] if data.get("version") == _CACHE_VERSION else None
+        except (OSError, ValueError, KeyError):
+            entries = None
+        if entries is None:
+            continue
+        for path in files:
+            entry = entries.get(path.name)
+            try:
+                now = stat_key(path.stat())
+            except OSError:
+                continue
+            if isinstance(entry, dict) and entry.get("stat") == now and "problem" not in entry:
+                entry["sha256"] = digests[path]
+        _write_cache(cfile, entries)
+
+
 def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
     """The sha256 the scan cache holds for each file still as it was when it was hashed.
 

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 
@@ -55,13 +56,14 @@ def closure(env: Environment, lock: Lock) -> list[Finding]:
             )
             continue
         out.append(Finding(True, "installed", f"{name} {have.version}"))
+    drops = {canonicalize_name(d["name"]): d for d in lock.tool.get("drops", [])}
     names = sorted(set(lock.packages) | {canonicalize_name(p["name"]) for p in lock.protections})
     for name in names:
         dist = env.dists.get(name)
         if dist is None:
             continue
         extras = frozenset(lock.packages[name].extras) if name in lock.packages else frozenset()
-        out.extend(_requirements(env, dist, extras, overrides))
+        out.extend(_requirements(env, dist, extras, overrides, drops))
     return out
 
 
@@ -70,6 +72,7 @@ def _requirements(
     dist: InstalledDist,
     extras: frozenset[NormalizedName],
     overrides: Mapping[NormalizedName, Requirement],
+    drops: Mapping[NormalizedName, Mapping[str, str]],
 ) -> list[Finding]:
     out: list[Finding] = []
     for req in dist.requires:
@@ -80,6 +83,29 @@ def _requirements(
         plain.marker = None
         have = env.dists.get(dep)
         who = f"{dist.name} {dist.version}"
+        drop = drops.get(dep)
+        if drop is not None and have is None:
+            marker = drop.get("marker") or ""
+            if env.target.evaluate(Marker(marker) if marker else None):
+                out.append(
+                    Finding(
+                        True,
+                        "drop",
+                        f"{who} requires {plain}: dropped"
+                        + (f" where {marker}" if marker else "")
+                        + f" ({drop.get('reason') or 'no reason given'})",
+                    )
+                )
+                continue
+            out.append(
+                Finding(
+                    False,
+                    "requirement",
+                    f"{who} requires {plain}, not installed; the lock drops it only where "
+                    f"{marker}, which does not hold for {env.target.description}",
+                )
+            )
+            continue
         if have is None:
             out.append(Finding(False, "requirement", f"{who} requires {plain}, not installed"))
         elif req.specifier.contains(have.version, prereleases=True):

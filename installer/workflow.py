@@ -119,6 +119,7 @@ def do_lock(
     write: bool = True,
     use_installed: bool = True,
     resolved: tuple[Target, Environment | None] | None = None,
+    index_url: str | None = None,
 ) -> LockResult:
     """Lock ``profile`` from the wheelhouse; ``resolved`` is the target when already probed."""
     from installer.candidates import Pinned
@@ -159,6 +160,7 @@ def do_lock(
             on_pin=prehash.start,
             undeclared=[canonicalize_name(e.requirement.name) for e in profile.extras],
             excluded=wh.excluded(),
+            drops=profile.drops,
         )
         locked_names = set(resolution.packages)
         locked_wheels = [w for w in wh.wheels if w.name in locked_names]
@@ -212,7 +214,13 @@ def do_lock(
     skipped = tuple((r.filename, r.reason) for r in resolution.rejected)
     records = build_records(resolution)
     data = lockmod.render(
-        resolution, profile, target, lock_path, build_records=records, digests=digests
+        resolution,
+        profile,
+        target,
+        lock_path,
+        build_records=records,
+        digests=digests,
+        index_url=index_url,
     )
     changed = lockmod.write(lock_path, data) if write else False
     return LockResult(lock_path, changed, resolution, wh, target, data, skipped, tuple(overwrites))
@@ -244,6 +252,8 @@ def lock_summary(result: LockResult) -> dict[str, Any]:
         "install_order": [list(x) for x in res.levels],
         "overrides_applied": [dict(a.__dict__) for a in res.applied],
         "unused_overrides": [str(o.requirement) for o in res.unused_overrides],
+        "drops_applied": [dict(d.__dict__) for d in res.dropped],
+        "unused_drops": [d.describe() for d in res.unused_drops],
         "protected": {n: str(p.version) for n, p in sorted(res.pins.items())},
         "excluded_wheels": [
             {"filename": p.path.name, "reason": p.reason} for p in result.wheelhouse.problems
@@ -476,6 +486,10 @@ def _install_locked(
 
     lock_fits(lock, env)
     kept_installed(lock, env)
+    if any(p.url for p in lockmod.package_list(lock)):
+        from installer.fleet import download_locked
+
+        download_locked(lock, hooks.status)  # a lock of --index-url names its wheels by URL
     hooks.status("checking wheels against the lock")
     held = verify_wheels(lock, hooks)
     journal.fault_point("hashed")

@@ -869,7 +869,9 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated install rows to run (default all): fewer rows leave more runs "
         "of each within the same time, which a noisy machine needs",
     )
-    ap.add_argument("--only", choices=["lock", "install", "resolve", "startup"], action="append")
+    ap.add_argument(
+        "--only", choices=["lock", "install", "resolve", "startup", "fetch"], action="append"
+    )
     ap.add_argument("--repeat", type=int, default=2, help="runs of the cold/slow rows")
     ap.add_argument("--repeat-warm", type=int, default=5, help="runs of the warm/fast rows")
     ap.add_argument(
@@ -887,7 +889,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.quick:
         a.synth_wheels, a.synth_mb, a.repeat, a.repeat_warm = 64, 200, 1, 3
     a.work.mkdir(parents=True, exist_ok=True)
-    only = set(a.only or ["lock", "install", "resolve", "startup"])
+    only = set(a.only or ["lock", "install", "resolve", "startup", "fetch"])
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=a.work))
     CWD[0] = scratch
     bench = Bench(a, scratch)
@@ -900,6 +902,10 @@ def main(argv: list[str] | None = None) -> int:
             bench.resolve_section()
         if "startup" in only:
             bench.startup_section()
+        if "fetch" in only:
+            from tests.bench_fetch import fetch_section
+
+            fetch_section(bench)
         if not a.skip_synth and only & {"lock", "install"}:
             folder = synth_wheelhouse(a.work, a.synth_wheels, a.synth_mb)
             roots = (folder / "roots.txt").read_text().split()

@@ -127,8 +127,9 @@ def seed_sglang(house: Path) -> None:
         ["torch"],
         files={"sgl_kernel/__init__.py": b"import torch\n"},
     )
-    make_wheel(house, "flashinfer-python", "0.5.0", ["torch>=2.8"])
+    make_wheel(house, "flashinfer-python", "0.6.11.post3", ["torch>=2.8"])
     make_wheel(house, "kernels", "0.11.7")
+    make_wheel(house, "pymupdf", "1.27.2.2")
     make_wheel(house, "torch", "2.9.1")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -21,10 +22,13 @@ WIN = ("--platform", "win_amd64", "--python-version", "3.12")
 
 
 def seed_stack(house: Path) -> None:
-    make_wheel(house, "sglang", "0.5.10", ["sglang-kernel==0.4.1", "flashinfer-python", "torch"])
+    make_wheel(
+        house, "sglang", "0.5.10", ["sglang-kernel==0.4.1", "flashinfer-python", "torch", "uvloop"]
+    )
     make_wheel(house, "sglang-kernel", "0.4.3", ["torch"], tag="cp310-abi3-win_amd64")
-    make_wheel(house, "flashinfer-python", "0.5.0", ["torch>=2.8"])
+    make_wheel(house, "flashinfer-python", "0.6.11.post3", ["torch>=2.8"])
     make_wheel(house, "kernels", "0.11.7")
+    make_wheel(house, "pymupdf", "1.27.2.2")
     make_wheel(house, "torch", "2.9.1+cu130", tag="cp312-cp312-win_amd64")
 
 
@@ -57,14 +61,20 @@ def test_lock_for_windows_from_linux_is_valid_pep751(tmp_path: Path) -> None:
     assert len(wheel.hashes["sha256"]) == 64
     tool = doc["tool"]["wh"]
     assert tool["target"]["platform"] == "win_amd64"
-    assert tool["overrides-applied"] == [
+    kernel = [a for a in tool["overrides-applied"] if a["original"].startswith("sglang-kernel")]
+    assert kernel == [
         {
             "by": "sglang 0.5.10",
             "original": "sglang-kernel==0.4.1",
             "replacement": "sglang-kernel==0.4.3",
-            "reason": tool["overrides"][0]["reason"],
+            "reason": tool["overrides"][1]["reason"],
         }
     ]
+    # the built-in profile drops uvloop on win32: recorded with the wheel that asked for it
+    assert [(d["by"], d["requirement"]) for d in tool["drops-applied"]] == [
+        ("sglang 0.5.10", "uvloop")
+    ]
+    assert tool["unused-drops"] == ['torch-memory-saver where sys_platform == "win32"']
     assert tool["protections"][0]["version"] == "2.9.1+cu130"
     order = tool["install-order"]
     pos = {n: i for i, level in enumerate(order) for n in level}
@@ -157,3 +167,23 @@ def test_lock_installs_with_uv_pip_install_r(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "+ app==1.0" in done.stderr and "+ lib==1.2" in done.stderr
     assert shutil.which("true")
+
+
+def test_builtin_profile_picks_the_dev_sglang_when_it_is_the_only_one(tmp_path: Path) -> None:
+    """Unlimited-OCR ships sglang as a 0.0.0.devN+g<commit> wheel: with no final release in
+    the wheelhouse the built-in profile's plain `sglang` locks that pre-release."""
+    house = tmp_path / "wheelhouse"
+    seed_stack(house)
+    (house / "sglang-0.5.10-py3-none-any.whl").unlink()
+    make_wheel(
+        house,
+        "sglang",
+        "0.0.0.dev11416+g92e8bb79e",
+        ["sglang-kernel==0.4.1", "flashinfer-python", "torch", "uvloop"],
+    )
+    r = run_wh(*lock_args(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["packages"]["sglang"] == "0.0.0.dev11416+g92e8bb79e"
+    make_wheel(house, "sglang", "0.5.10", ["sglang-kernel==0.4.1", "flashinfer-python", "torch"])
+    r = run_wh(*lock_args(tmp_path), "--json")
+    assert json.loads(r.stdout)["packages"]["sglang"] == "0.5.10"  # a final release wins

@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import inspect
 import os
+import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from installer import __version__
 from installer.cli import cli
 from installer.cli_flags import Rule
 from installer.environment import venv_python
+from installer.simpleindex import build_index
 from tests.factory import make_wheel
 from tests.fixtures import make_venv
 
@@ -81,6 +83,7 @@ BUNDLE = (
 )
 NOT_LOCKED = "has no effect with --locked/--bundle"
 REAL = ("install", "p", "--wheelhouse", "{H}", "--python", "{R}", "--lockfile", "{O}/l.toml")
+# {I}: the wheelhouse's wheels as a file:// index (no row of fetch reaches the network)
 FETCH = (
     "fetch",
     "p",
@@ -90,7 +93,11 @@ FETCH = (
     "manylinux_2_28_x86_64",
     "--python-version",
     "3.11",
+    "--index-url",
+    "{I}",
 )
+FETCH_NEW = (*FETCH[:2], "--wheelhouse", "{O}/w", *FETCH[4:])  # downloads into a new folder
+EXPORT = ("export", "p")
 
 ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     # scan
@@ -118,6 +125,8 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     ("lock", "wheelhouse"): Diff(LOCK, ("--wheelhouse", "{H2}"), ("--wheelhouse", "{H}")),
     ("lock", "python"): Diff(LOCK, ("--python", "{Q}"), ("--python", "{P}")),
     ("lock", "platform"): Diff(LOCK, ("--platform", "win_amd64")),
+    ("lock", "drops"): Diff(LOCK, ("--drop", "lib")),
+    ("lock", "index_url"): Diff(LOCK, ("--index-url", "http://127.0.0.1:8080/simple/")),
     ("lock", "python_version"): Diff(LOCK, ("--python-version", "3.12")),
     ("lock", "check"): Diff(LOCK, ("--check",)),
     ("lock", "ignore_installed"): Diff(LOCK, ("--ignore-installed",)),
@@ -165,6 +174,7 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
         ("install", "--bundle", "{B}", "--python", "{Q}", "--dry-run"), ("--allow-unsigned",)
     ),
     ("install", "as_json"): Diff(DRY, ("--json",)),
+    ("install", "drops"): Diff(DRY, ("--drop", "lib")),
     ("install", "verbose"): Diff(DRY, ("-v",)),
     # keygen
     ("keygen", "key"): Diff(("keygen", "{O}/k"), ("{O}/k2",), ("{O}/k",)),
@@ -179,6 +189,7 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
         (*VERIFY, "--extra-requirement", "x"), "verify reads"
     ),
     ("verify", "overrides"): Refused((*VERIFY, "--override", "x==1"), "verify reads the lock"),
+    ("verify", "drops"): Refused((*VERIFY, "--drop", "x"), "verify reads the lock"),
     ("verify", "protections"): Diff(VERIFY, ("--protect", "nothere")),
     ("verify", "imports"): Diff(VERIFY, ("--check-import", "no_such_mod")),
     ("verify", "snippets"): Diff(VERIFY, ("--check-snippet", "raise SystemExit(3)")),
@@ -220,6 +231,7 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     ("recover", "as_json"): Diff(("recover", "--python", "{F}"), ("--json",)),
     # bundle
     ("bundle", "sign_key"): Diff(BUNDLE, ("--sign", "{K}")),
+    ("bundle", "drops"): Diff(BUNDLE, ("--drop", "lib")),
     ("bundle", "profile_name"): Diff(BUNDLE, ("q",), ("p",)),
     ("bundle", "configs"): Diff(BUNDLE, ("-c", "{C}")),
     ("bundle", "requirements"): Diff(BUNDLE, ("-r", "other")),
@@ -256,6 +268,20 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
         (*FETCH, "-r", "absent"), ("--index", "absent=http://127.0.0.1:9/simple")
     ),
     ("fetch", "as_json"): Diff(FETCH, ("--json",)),
+    ("fetch", "drops"): Diff((*FETCH, "--json"), ("--drop", "lib")),
+    ("fetch", "dry_run"): Diff(FETCH_NEW, ("--dry-run",)),
+    ("fetch", "index_url"): Diff(FETCH, ("--index-url", "{I2}"), ("--index-url", "{I}")),
+    ("fetch", "jobs"): Diff(FETCH_NEW, ("--jobs", "1")),
+    ("fetch", "refresh"): ByTest(
+        "tests.test_fleet::test_a_fetch_with_nothing_new_reuses_its_resolution_until_refresh",
+        "--refresh",
+    ),
+    # export
+    ("export", "profile_name"): Diff(EXPORT, ("q",), ("p",)),
+    ("export", "lockfile"): Diff(("export",), ("--lockfile", "{L}")),
+    ("export", "output"): Diff(EXPORT, ("-o", "{O}/r.txt")),
+    ("export", "as_json"): Diff(EXPORT, ("--json",)),
+    ("export", "verbose"): Refused((*EXPORT, "-v"), "runs no delegated command"),
     ("fetch", "verbose"): Diff((*FETCH, "--python", "{P}"), ("-v",)),
     ("fetch", "lockfile"): Refused(
         ("fetch", "-r", "x", "--lockfile", "l.toml"), "only downloads wheels"
@@ -375,6 +401,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             ["bundle", "p", "--wheelhouse", h, "--python", q, "-o", root / "b.zip",
              "--wh-wheels", tool],
             ["keygen", root / "k"],
+            ["lock", "q", "--wheelhouse", h, "--python", p],  # lockfiles/pylock.q.toml
         ):  # fmt: skip
             r = runner.invoke(cli, [str(a) for a in argv])
             assert r.exit_code == 0, r.output
@@ -393,8 +420,21 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "B": str(root / "b.zip"),
         "W": str(tool),
         "K": str(root / "k"),
+        "I": _file_index(h, root / "index"),
+        "I2": _file_index(h2, root / "index2"),
         "R": str(venv_python(root / "r")),
     }
+
+
+def _file_index(house: Path, at: Path) -> str:
+    """A copy of ``house``'s wheels served as a static index, by its file:// URL."""
+    at.mkdir()
+    for w in house.glob("*.whl"):
+        if w.name.startswith("broken-"):
+            continue
+        shutil.copy2(w, at / w.name)
+    build_index(at)
+    return (at / "simple").as_uri() + "/"
 
 
 def _fill(argv: Sequence[str], world: dict[str, str], out: Path) -> list[str]:

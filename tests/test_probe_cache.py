@@ -157,8 +157,8 @@ def test_a_pth_file_that_prints_does_not_break_the_probe(
     assert env.prefix == python.parent.parent
     house = tmp_path / "house"
     make_wheel(house, "pkg", "1.0")
-    lock = ("-r", "pkg", "--lockfile", tmp_path / "pkg.toml", "--python", python)
-    assert wh("lock", *lock, "--wheelhouse", house, cwd=tmp_path).returncode == 0
+    lock = ("--lockfile", tmp_path / "pkg.toml", "--python", python)
+    assert wh("lock", "-r", "pkg", *lock, "--wheelhouse", house, cwd=tmp_path).returncode == 0
     # uv's own interpreter query reads the start-up's stdout and fails on it (uv 0.13):
     # asked for by name, uv is refused before anything changes (exit 10, "target unusable")
     before = snapshot(python.parent.parent)

@@ -13,9 +13,17 @@ from installer.profile import load_profile
 def test_builtin_unlimited_ocr() -> None:
     p = load_profile("unlimited-ocr")
     assert "sglang" in [r.name for r in p.requirements]
-    assert [str(e.requirement) for e in p.extras] == ["kernels==0.11.7"]
-    assert [str(o.requirement) for o in p.overrides] == ["sglang-kernel==0.4.3"]
-    assert "0.4.1" in p.overrides[0].reason
+    assert [str(e.requirement) for e in p.extras] == ["kernels==0.11.7", "pymupdf==1.27.2.2"]
+    assert [str(o.requirement) for o in p.overrides] == [
+        "flashinfer-python==0.6.11.post3",
+        "sglang-kernel==0.4.3",
+    ]
+    assert "0.4.1" in p.overrides[1].reason
+    assert [(d.name, str(d.marker)) for d in p.drops] == [
+        ("torch-memory-saver", 'sys_platform == "win32"'),
+        ("uvloop", 'sys_platform == "win32"'),
+    ]
+    assert p.allow_overwrite == ("flashinfer-python",)
     assert [pr.name for pr in p.protections] == ["torch"]
     assert p.link_mode == "copy"
     assert "sgl_kernel" in p.checks.imports
@@ -45,7 +53,10 @@ def test_flags_extend_a_profile() -> None:
         link_mode="symlink",
     )
     assert "extra-pkg" in [r.name for r in p.requirements]
-    assert [str(o.requirement) for o in p.overrides] == ["sglang-kernel==0.4.4"]
+    assert [str(o.requirement) for o in p.overrides] == [
+        "flashinfer-python==0.6.11.post3",
+        "sglang-kernel==0.4.4",
+    ]
     assert [x.name for x in p.protections] == ["numpy", "torch"]
     assert p.link_mode == "symlink"
 

@@ -190,7 +190,7 @@ def test_bundle_with_protect_refuses_the_replacement(
     assert "Would install torch-2.10.0" in pip_would(python, cpu)
     before = site_snapshot(python)
     r = run_wh(
-        "install", "--bundle", bundle, "--python", python, "--protect", "torch",
+        "install", "--bundle", bundle, "--allow-unsigned", "--python", python, "--protect", "torch",
         "--backend", backend,
     )  # fmt: skip
     assert r.returncode == 6, r.stdout + r.stderr
@@ -207,7 +207,9 @@ def test_fresh_venv_gets_the_protected_build_from_the_bundle(
     fresh = new_venv()
     protect = (Protection("torch", Version(CUDA), "the CUDA build"),)  # type: ignore[arg-type]
     bundle = _bundle(house, tmp_path, fresh, protect)
-    r = run_wh("install", "--bundle", bundle, "--python", fresh, "--backend", backend)
+    r = run_wh(
+        "install", "--bundle", bundle, "--allow-unsigned", "--python", fresh, "--backend", backend
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert torch_version(fresh) == CUDA
     assert f"install torch {CUDA}" in r.stdout
