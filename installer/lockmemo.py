@@ -18,7 +18,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import packaging
 
@@ -28,6 +28,9 @@ from installer.hooks import Hooks, TargetSpec
 from installer.profile import Profile
 from installer.stamps import cache_file, stat_key, write_json
 from installer.target import Target
+
+if TYPE_CHECKING:  # speed: a remembered lock never loads the load check
+    from installer.loadscan import LoadOptions
 
 _FORMAT = 1
 _SIDE_FILES = (".whl", ".whl.build.json")
@@ -43,7 +46,7 @@ def _code_stamp() -> list[Any]:
 
     root = Path(installer.__file__).parent
     files = []
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted([*root.rglob("*.py"), *root.glob("data/*.json")]):
         st = path.stat()
         files.append([path.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns])
     return [installer.__version__, packaging.__version__, resolvelib.__version__, files]
@@ -149,6 +152,7 @@ def lock_report(
     *,
     prereleases: str = "if-necessary-or-explicit",
     use_installed: bool = True,
+    load: LoadOptions | None = None,
 ) -> dict[str, Any]:
     """``wh lock``: the remembered report when nothing changed, else a fresh lock's."""
     from concurrent.futures import ThreadPoolExecutor
@@ -157,6 +161,7 @@ def lock_report(
         "prereleases": prereleases,
         "use_installed": use_installed,
         "given": [str(wheelhouse), str(lock_path)],
+        "load": load.to_json() if load else None,
     }
     with ThreadPoolExecutor(max_workers=1) as pool:
         probing = pool.submit(spec.resolve)  # a subprocess for a live target
@@ -181,6 +186,7 @@ def lock_report(
         prereleases=prereleases,
         use_installed=use_installed,
         resolved=(target, env),
+        load=load,
     )
     report = lock_summary(result)
     if memo_key:

@@ -24,7 +24,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, cast
 
 PREFIX = 8 << 20  # bytes kept from the start of every member
 MAX_DYNAMIC = 1 << 20  # a dynamic segment larger than this is refused
@@ -238,7 +238,6 @@ def read_elf(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Bi
 
 def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     from elftools.common.utils import struct_parse
-    from elftools.elf.elffile import ELFFile
 
     prefix = min(size, PREFIX)
     kept = stream.keep([(0, prefix)])
@@ -246,7 +245,7 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     if len(first) < 64 or first[:4] != b"\x7fELF":
         raise _Unreadable("not an ELF file (no ELF magic)")
     head = _hidden_sections(first[:64])
-    elf = ELFFile(_Sparse(size, kept, head))
+    elf = _elf(_Sparse(size, kept, head))
     machine = str(elf["e_machine"]).removeprefix("EM_").lower()
     phoff, phnum, phsize = elf["e_phoff"], elf["e_phnum"], elf["e_phentsize"]
     if phoff + phnum * phsize > prefix:
@@ -260,8 +259,8 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
         raise _Unreadable(f"dynamic segment of {d_size} bytes at {d_off} is out of bounds")
     if d_off + d_size > prefix:
         kept.update(stream.keep([(d_off, d_size)]))
-    elf = ELFFile(_Sparse(size, kept, head))
-    seg = elf.get_segment(dyn[0])
+    elf = _elf(_Sparse(size, kept, head))
+    seg = _dynamic(elf, dyn[0])
     tagsize = elf.structs.Elf_Dyn.sizeof()
     raw = [t for _, t in zip(range(d_size // tagsize), seg._iter_tags(), strict=False)]
     addrs = {t["d_tag"]: t["d_val"] for t in raw}
@@ -279,9 +278,8 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     late = [(o, s) for o, s in want if o + s > prefix]
     if late:  # kept on a second pass: only these ranges
         kept.update(stream.keep(late))
-    elf = ELFFile(_Sparse(size, kept, head))
-    seg = elf.get_segment(dyn[0])
-    table = seg._get_stringtable()
+    elf = _elf(_Sparse(size, kept, head))
+    table = _dynamic(elf, dyn[0])._get_stringtable()
     needed: list[str] = []
     rpath: list[str] = []
     runpath: list[str] = []
@@ -326,6 +324,24 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
         soname,
         tuple(sorted(set(versions))),
     )
+
+
+def _elf(stream: _Sparse) -> Any:
+    from elftools.elf.elffile import ELFFile
+
+    return ELFFile(cast(IO[bytes], stream))
+
+
+def _dynamic(elf: Any, index: int) -> Any:
+    """The dynamic segment. Its raw tags and string table are read through pyelftools'
+    ``_iter_tags``/``_get_stringtable``: the public ``iter_tags`` resolves every string
+    at once, before wh knows the string table's range is kept."""
+    from elftools.elf.dynamic import DynamicSegment
+
+    seg = elf.get_segment(index)
+    if not isinstance(seg, DynamicSegment):
+        raise _Unreadable("the PT_DYNAMIC program header is not a dynamic segment")
+    return seg
 
 
 def _hidden_sections(header: bytes) -> bytes:

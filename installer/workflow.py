@@ -30,6 +30,7 @@ from installer.verify import Finding, closure, protections, run_checks
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from installer.candidates import Pinned
+    from installer.loadscan import LoadOptions
     from installer.plan import Plan
     from installer.profile import Profile
     from installer.resolve import Resolution
@@ -44,6 +45,7 @@ class LockResult:
     target: Target
     data: bytes = field(repr=False)
     skipped: tuple[tuple[str, str], ...] = ()
+    load_check: dict[str, Any] = field(default_factory=dict)
 
 
 def scan_wheelhouse(root: Path, hooks: Hooks, *, hashes: bool = True) -> Wheelhouse:
@@ -98,8 +100,10 @@ def do_lock(
     write: bool = True,
     use_installed: bool = True,
     resolved: tuple[Target, Environment | None] | None = None,
+    load: LoadOptions | None = None,
 ) -> LockResult:
     """Lock ``profile`` from the wheelhouse; ``resolved`` is the target when already probed."""
+    from installer import loadscan
     from installer.candidates import Pinned
     from installer.resolve import resolve
 
@@ -157,11 +161,22 @@ def do_lock(
         )
     skipped = tuple((r.filename, r.reason) for r in resolution.rejected)
     records = build_records(resolution)
+    # refuse a lock that cannot load (every problem at once), before anything is written
+    load = load or loadscan.LoadOptions()
+    hooks.status("checking that every compiled member finds its libraries")
+    report = loadscan.lock_check(resolution, target, env, wh.wheels, digests, records, load)
     data = lockmod.render(
-        resolution, profile, target, lock_path, build_records=records, digests=digests
+        resolution,
+        profile,
+        target,
+        lock_path,
+        build_records=records,
+        digests=digests,
+        load_check=loadscan.lock_record(report, load),
     )
     changed = lockmod.write(lock_path, data) if write else False
-    return LockResult(lock_path, changed, resolution, wh, target, data, skipped)
+    summary = loadscan.summary(report, load)
+    return LockResult(lock_path, changed, resolution, wh, target, data, skipped, summary)
 
 
 def lock_summary(result: LockResult) -> dict[str, Any]:
@@ -180,6 +195,7 @@ def lock_summary(result: LockResult) -> dict[str, Any]:
             {"filename": p.path.name, "reason": p.reason} for p in result.wheelhouse.problems
         ],
         "skipped_for_target": [{"filename": f, "reason": r} for f, r in result.skipped],
+        "load_check": result.load_check,
     }
 
 
@@ -201,7 +217,12 @@ def build_records(resolution: Resolution) -> dict[str, dict[str, Any]]:
 
 
 def check_lock(
-    profile: Profile, wheelhouse_dir: Path, lock_path: Path, spec: TargetSpec, hooks: Hooks
+    profile: Profile,
+    wheelhouse_dir: Path,
+    lock_path: Path,
+    spec: TargetSpec,
+    hooks: Hooks,
+    load: LoadOptions | None = None,
 ) -> list[str]:
     """Differences between the lock on disk and a fresh lock (empty: the lock is true)."""
     if not lock_path.is_file():
@@ -210,7 +231,7 @@ def check_lock(
     problems: list[str] = []
     if lockmod.digest_ok(current) is False:
         problems.append(f"{lock_path}: digest mismatch: the lock was edited by hand")
-    fresh = do_lock(profile, wheelhouse_dir, lock_path, spec, hooks, write=False).data
+    fresh = do_lock(profile, wheelhouse_dir, lock_path, spec, hooks, write=False, load=load).data
     if fresh != current:
         diff = difflib.unified_diff(
             current.decode().splitlines(),
@@ -430,6 +451,9 @@ def verify_env(
     findings += protections(env, lock, before.dists if before else None)
     findings += run_checks(env, list(checks.get("imports", [])), list(checks.get("snippets", [])))
     findings += needs_warnings(lock, env)
+    from installer.loadscan import verify_findings
+
+    findings += verify_findings(lock, env)
     return findings
 
 
