@@ -195,7 +195,7 @@ def lock_check(
             Unit(
                 name,
                 str(w.version),
-                "locked",
+                "protected" if name in resolution.pins else "locked",
                 read[w.path],
                 w.requires_dist,
                 _built(records.get(w.filename)),
