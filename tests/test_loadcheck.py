@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from installer.loadcheck import Unit, check, cuda_major
 from installer.natives import Binary, Natives, read_member, wheel_natives
