@@ -125,7 +125,8 @@ class _Unreadable(Exception):
 class _Sparse(io.RawIOBase):
     """A read-only stream of a member's declared size that holds only kept ranges.
 
-    A read that touches bytes not kept raises ``_Missing``; nothing is guessed. A patched
+    A read that starts at bytes not kept raises ``_Missing`` (one that runs past the kept
+    bytes is short, as a stream's may be); nothing is guessed. A patched
     ELF header (``head``) shadows the first bytes of the kept data.
     """
 
@@ -162,11 +163,11 @@ class _Sparse(io.RawIOBase):
         pos = self._pos
         while len(out) < n:
             i = bisect.bisect_right(self._starts, pos) - 1
-            if i < 0:
-                raise _Missing(pos, n - len(out))
-            start = self._starts[i]
-            data = self._ranges[start]
+            start = self._starts[i] if i >= 0 else 0
+            data = self._ranges[start] if i >= 0 else b""
             if pos >= start + len(data):
+                if out:  # a short read: a C string's reader stops at its NUL
+                    break
                 raise _Missing(pos, n - len(out))
             piece = data[pos - start : pos - start + n - len(out)]
             out += piece
