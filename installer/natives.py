@@ -487,14 +487,15 @@ def wheel_natives(path: Path) -> Natives:
 
 def file_natives(root: Path, rel_paths: Iterable[str]) -> Natives:
     """The same for installed files: ``rel_paths`` relative to ``root`` (a site folder)."""
-    libs = sorted(p for p in rel_paths if is_library_name(p))
+    libs: list[str] = []
     binaries: list[Binary] = []
-    for rel in libs:
+    for rel in sorted(p for p in rel_paths if is_library_name(p)):
         full = root / PurePosixPath(rel)
         try:
             size = full.stat().st_size
-        except OSError:
+        except OSError:  # named by RECORD, gone from disk: it provides nothing
             continue
+        libs.append(rel)
 
         def opener(full: Path = full) -> IO[bytes]:
             return full.open("rb")

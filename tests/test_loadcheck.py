@@ -7,10 +7,12 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tomllib
 
+from installer.backend import uv_binary
 from installer.loadcheck import Unit, check, cuda_major
 from installer.natives import Binary, Natives, read_member, wheel_natives
 from installer.platformlibs import for_target
@@ -427,3 +429,89 @@ def test_cuda_major_from_library_names() -> None:
     assert cuda_major("cudart64_12.dll") == 12
     assert cuda_major("nvrtc64_120_0.dll") == 12
     assert cuda_major("libc10.so") is None
+
+
+# -- wh verify: the same check over the installed files ---------------------------------
+
+
+@needs_gcc
+def test_verify_rechecks_the_installed_files_and_the_torch_build(
+    tmp_path: Path, elf: dict[str, bytes], new_venv: Any
+) -> None:
+    house = tmp_path / "wh"
+    tag = "py3-none-any"
+    make_wheel(
+        house,
+        "torch",
+        "2.9.1+cu130",
+        tag=tag,
+        files={"torch/__init__.py": b"", "torch/lib/libc10.so": elf["libc10.so"]},
+    )
+    w = make_wheel(
+        house,
+        "kern",
+        "1.0",
+        ["torch"],
+        tag=tag,
+        files={
+            "kern/__init__.py": b"",
+            "kern/ops.so": elf["ops12.so"],
+            "kern.libs/libhelper.so": elf["libhelper.so"],
+            "kern/cudart/libcudart.so.12": elf["libcudart.so.12"],
+        },
+    )
+    record = {
+        "schema": 1,
+        "wheel": w.name,
+        "recipe": {"name": "kern"},
+        "torch": {"version": "2.9.1+cu130", "cuda": "13.0"},
+    }
+    w.with_name(w.name + ".build.json").write_text(json.dumps(record))
+    # ops12.so reaches libhelper.so through $ORIGIN/../sglang_kernel.libs: not where kern
+    # ships it, but once kern.libs/libhelper.so is loaded by name it is found
+    python = new_venv()
+    lock = tmp_path / "pylock.toml"
+    r = run_wh(
+        "install",
+        "-r",
+        "kern",
+        "--wheelhouse",
+        house,
+        "--python",
+        python,
+        "--lockfile",
+        lock,
+        "--allow-missing-library",
+        "libcuda.so.1=the driver",
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "load check: 4 installed binaries" in r.stdout
+    r = run_wh("verify", "--lockfile", lock, "--python", python)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # torch replaced behind wh's back by another build: the kernel's build record no longer fits
+    other = make_wheel(
+        tmp_path / "other",
+        "torch",
+        "2.10.0+cu130",
+        tag=tag,
+        files={"torch/__init__.py": b"", "torch/lib/libc10.so": elf["libc10.so"]},
+    )
+    uv = uv_binary()
+    assert uv is not None
+    subprocess.run(
+        [str(uv), "pip", "install", "--offline", "--no-deps", "--python", str(python), str(other)],
+        check=True,
+        capture_output=True,
+    )
+    r = run_wh("verify", "--lockfile", lock, "--python", python)
+    assert r.returncode == 8, r.stdout + r.stderr
+    assert (
+        "kern 1.0 was built by `wh build` against torch 2.9.1+cu130 (CUDA 13.0); the lock "
+        "has torch 2.10.0+cu130"
+    ) in r.stdout
+    # a library removed from the environment after the install: verify names it
+    site = next(python.parent.parent.glob("lib/python*/site-packages"))
+    (site / "torch" / "lib" / "libc10.so").unlink()
+    r = run_wh("verify", "--lockfile", lock, "--python", python)
+    assert r.returncode == 8, r.stdout + r.stderr
+    assert "kern 1.0: kern/ops.so needs libc10.so, which nothing" in r.stdout
