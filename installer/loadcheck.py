@@ -201,12 +201,42 @@ def torch_cuda(torch: Unit | None) -> tuple[int | None, str]:
     return None, ""
 
 
+_EXTENSION = re.compile(r"\.(cpython-[^./]+|abi3|cp\d+[^./]*|pypy[^./]*)\.so$")
+
+
+def is_extension_module(member: str) -> bool:
+    """Whether Python imports the member as a module (what ``import`` loads first): a
+    ``.pyd``, a ``.so`` with an interpreter or abi3 suffix, or a plain ``name.so`` that is
+    not named like a library (``libfoo.so``, ``foo.so.1``)."""
+    base = member.rsplit("/", 1)[-1]
+    if base.lower().endswith(".pyd"):
+        return True
+    if _EXTENSION.search(base):
+        return True
+    return base.endswith(".so") and base.count(".") == 1 and not base.startswith("lib")
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    library: str
+    delay: bool
+    by: str | None  # None: nothing provides it
+    platform: bool = False  # met by the platform (its symbol versions are policy-bound)
+    provider: tuple[str, str] | None = None  # (unit name, member) of the library found
+
+
 def check(
     units: Iterable[Unit],
     platform: Platform,
     allow_missing: Mapping[str, str] | None = None,
 ) -> LoadReport:
-    """Resolve every need of every locked unit's binaries (see the module docstring)."""
+    """Resolve every need of every locked unit's binaries (see the module docstring).
+
+    A need nothing meets is a problem where ``import`` would reach the binary: from an
+    extension module, through the libraries its needs resolve to. A library nothing links
+    to is loaded only by a ``dlopen`` at run time, if ever (libcufile_rdma.so.1 of
+    nvidia-cufile needs InfiniBand libraries): its unmet needs are warnings.
+    """
     units = list(units)
     windows = platform.os == "windows"
     idx = _index(units, windows)
@@ -214,58 +244,87 @@ def check(
     torch = by_name.get(NormalizedName("torch"))
     unknown = [u for u in units if u.natives is None]
     allow = {_key(k, windows): v for k, v in (allow_missing or {}).items()}
+    resolved: dict[tuple[str, str], list[_Resolved]] = {}
+    binaries: dict[tuple[str, str], tuple[Unit, Binary]] = {}
+    for u in units:
+        for b in u.natives.binaries if u.natives else ():
+            binaries[(u.name, b.member)] = (u, b)
+            if not b.problem:
+                resolved[(u.name, b.member)] = [
+                    _resolve(u, b, lib, delay, idx, platform, windows)
+                    for lib, delay in iter_needs(b)
+                ]
+    # what `import` reaches: extension modules of the lock, then what their needs resolve to
+    reach: set[tuple[str, str]] = set()
+    todo = [
+        k
+        for k, (u, b) in binaries.items()
+        if u.origin == "locked" and is_extension_module(b.member)
+    ]
+    while todo:
+        k = todo.pop()
+        if k in reach:
+            continue
+        reach.add(k)
+        todo.extend(r.provider for r in resolved.get(k, ()) if r.provider in binaries)
     met: list[Met] = []
     problems: list[LoadProblem] = []
     warnings: list[str] = []
     allowed: dict[str, tuple[str, list[str]]] = {}
     count = 0
-    for u in units:
-        if u.origin != "locked" or u.natives is None:
+    for key, (u, b) in binaries.items():
+        if u.origin != "locked":
             continue
-        for b in u.natives.binaries:
-            count += 1
-            if b.problem:
-                problems.append(_unreadable(u, b))
+        count += 1
+        if b.problem:
+            problems.append(_unreadable(u, b))
+            continue
+        if platform.machine and _machine(b) and _machine(b) != platform.machine:
+            problems.append(
+                LoadProblem(
+                    "machine",
+                    u.label,
+                    b.member,
+                    b.machine,
+                    f"{u.label}: {b.member} is built for {_machine(b)}, the target is "
+                    f"{platform.machine}",
+                    fixes=(f"a wheel of {u.name} built for {platform.machine}",),
+                )
+            )
+            continue
+        found: list[LoadProblem] = []
+        for r in resolved[key]:
+            if r.by is not None:
+                met.append(Met(u.label, b.member, r.library, r.by, r.delay))
                 continue
-            if platform.machine and b.machine and _machine(b) and _machine(b) != platform.machine:
-                problems.append(
-                    LoadProblem(
-                        "machine",
-                        u.label,
-                        b.member,
-                        b.machine,
-                        f"{u.label}: {b.member} is built for {_machine(b)}, the target is "
-                        f"{platform.machine}",
-                        fixes=(f"a wheel of {u.name} built for {platform.machine}",),
-                    )
+            lib_key = _key(r.library, windows)
+            if lib_key in allow:
+                entry = allowed.setdefault(lib_key, (allow[lib_key], []))
+                if u.label not in entry[1]:
+                    entry[1].append(u.label)
+                continue
+            if unknown:
+                names = ", ".join(x.label for x in unknown)
+                warnings.append(
+                    f"{u.label}: {b.member} needs {r.library}: not in the lock or the platform; "
+                    f"{names} may provide it (its files are unknown for this target)"
                 )
                 continue
-            resolved_by_platform: set[str] = set()
-            for lib, delay in iter_needs(b):
-                by = _resolve(u, b, lib, idx, platform, windows)
-                if by is not None:
-                    met.append(Met(u.label, b.member, lib, by[0], delay))
-                    if by[1]:
-                        resolved_by_platform.add(lib)
-                    continue
-                key = _key(lib, windows)
-                if key in allow:
-                    entry = allowed.setdefault(key, (allow[key], []))
-                    if u.label not in entry[1]:
-                        entry[1].append(u.label)
-                    continue
-                if unknown:
-                    names = ", ".join(x.label for x in unknown)
-                    warnings.append(
-                        f"{u.label}: {b.member} needs {lib}: not in the lock or the platform; "
-                        f"{names} may provide it (its files are unknown for this target)"
-                    )
-                    continue
-                problems.append(_missing(u, b, lib, delay, idx, torch, platform))
-            if platform.symbol_versions:
-                problems.extend(_too_new(u, b, resolved_by_platform, platform))
-        problems.extend(_torch_build(u, torch))
-        warnings.extend(_inferred(u, torch))
+            found.append(_missing(u, b, r.library, r.delay, idx, torch, platform))
+        if platform.symbol_versions:
+            on_platform = {r.library for r in resolved[key] if r.platform}
+            found.extend(_too_new(u, b, on_platform, platform))
+        if key in reach:
+            problems.extend(found)
+        else:
+            warnings.extend(
+                f"{p.message} (nothing links to {b.member}: only a dlopen at run time loads it)"
+                for p in found
+            )
+    for u in units:
+        if u.origin == "locked":
+            problems.extend(_torch_build(u, torch))
+            warnings.extend(_inferred(u, torch))
     return LoadReport(
         platform.description,
         tuple(met),
@@ -283,10 +342,9 @@ def _machine(b: Binary) -> str:
 
 
 def _resolve(
-    u: Unit, b: Binary, lib: str, idx: _Index, platform: Platform, windows: bool
-) -> tuple[str, bool] | None:
-    """Who meets one need, and whether that is the platform (whose symbol versions the
-    policy bounds); None when nothing does."""
+    u: Unit, b: Binary, lib: str, delay: bool, idx: _Index, platform: Platform, windows: bool
+) -> _Resolved:
+    """Who meets one need of one binary."""
     key = _key(lib, windows)
     here = posixpath.dirname(b.member)
     if not windows:
@@ -296,26 +354,29 @@ def _resolve(
             if not folder.startswith("$ORIGIN"):
                 continue
             path = posixpath.normpath(posixpath.join(here, folder[len("$ORIGIN") :].lstrip("/")))
-            found = idx.paths.get(posixpath.join(path, lib) if path != "." else lib)
+            full = posixpath.join(path, lib) if path != "." else lib
+            found = idx.paths.get(full)
             if found is not None:
                 where = "this wheel" if found is u else found.label
-                return f"{where} via rpath {entry} ({posixpath.join(path, lib)})", False
+                return _Resolved(
+                    lib, delay, f"{where} via rpath {entry} ({full})", False, (found.name, full)
+                )
     else:
         # Windows: the importing module's own folder first
-        found = idx.paths.get(_key(posixpath.join(here, lib) if here else lib, windows))
+        full = posixpath.join(here, lib) if here else lib
+        found = idx.paths.get(_key(full, windows))
         if found is not None:
-            return f"{'this wheel' if found is u else found.label}, beside it", False
+            where = "this wheel" if found is u else found.label
+            return _Resolved(lib, delay, f"{where}, beside it", False, (found.name, full))
     providers = idx.names.get(key, [])
     if providers:
         own = [p for p in providers if p[0] is u]
         unit, path = (own or providers)[0]
         where = "this wheel" if unit is u else f"{unit.label} ({unit.origin})"
         note = "" if windows else ", by name: once loaded"
-        return f"{where}: {path}{note}", False
+        return _Resolved(lib, delay, f"{where}: {path}{note}", False, (unit.name, path))
     by = platform.provides(lib)
-    if by is not None:
-        return by, True
-    return None
+    return _Resolved(lib, delay, by, by is not None)
 
 
 def _instead(lib: str, idx: _Index, windows: bool) -> list[str]:

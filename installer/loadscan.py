@@ -51,6 +51,9 @@ class LoadCheckError(LockError):
         )
         self.problems = tuple(problems)
 
+    def to_json(self) -> dict[str, object]:
+        return {**super().to_json(), "problems": [p.to_json() for p in self.problems]}
+
 
 @dataclass(frozen=True)
 class LoadOptions:

@@ -515,3 +515,22 @@ def test_verify_rechecks_the_installed_files_and_the_torch_build(
     r = run_wh("verify", "--lockfile", lock, "--python", python)
     assert r.returncode == 8, r.stdout + r.stderr
     assert "kern 1.0: kern/ops.so needs libc10.so, which nothing" in r.stdout
+
+
+def test_a_library_nothing_links_to_only_warns_for_its_missing_needs() -> None:
+    """nvidia-cufile's libcufile_rdma.so.1 needs InfiniBand libraries; nothing links to it
+    (cufile dlopens it when RDMA is on), so the lock still loads: a warning, not a refusal."""
+    target = declared("manylinux_2_28_x86_64", "3.12")
+    rdma = Binary("nvidia/cufile/lib/libcufile_rdma.so.1", "elf", "x86_64", ("libmlx5.so.1",))
+    ext = Binary("k/_C.cpython-312-x86_64-linux-gnu.so", "elf", "x86_64", ("libk.so",))
+    lib = Binary("k/lib/libk.so", "elf", "x86_64", ("libnuma.so.1",))
+    u = Unit(
+        "k",  # type: ignore[arg-type]
+        "1",
+        "locked",
+        Natives((rdma.member, lib.member, ext.member), (rdma, ext, lib)),
+    )
+    report = check([u], for_target(target))
+    # libk.so is reached from the extension module: its missing libnuma.so.1 is refused
+    assert [p.subject for p in report.problems] == ["libnuma.so.1"]
+    assert any("libmlx5.so.1" in w and "only a dlopen" in w for w in report.warnings)
