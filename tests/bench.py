@@ -418,6 +418,62 @@ class Bench:
 
         wh_c = rep.add(section, "wh lock, cold (empty scan cache)", repeat(a.repeat, wh_cold), note)
         warm_cache = caches[-1]
+
+        def wh_cold_unchecked(i: int) -> Run:
+            cache = self.tmp("whcache")
+            cmd = self.wh(
+                "lock",
+                *rflags,
+                "--wheelhouse",
+                folder,
+                "--python",
+                target,
+                "--lockfile",
+                self.work / "unchecked.toml",
+                "--skip-load-check",
+                "bench",
+            )
+            return run(cmd, env=self.wh_env(cache), after=lambda: shutil.rmtree(cache))
+
+        wh_cu = rep.add(
+            section,
+            "wh lock, cold, --skip-load-check (no load check)",
+            repeat(a.repeat, wh_cold_unchecked),
+        )
+        rep.ratio(
+            f"{label}: cold wh lock / the same without the load check",
+            wh_c,
+            wh_cu,
+            "target <= 1.2x",
+        )
+        # a re-lock that resolves again (memo off): the load check from its digest cache
+        relock = self.wh(
+            "lock", *rflags, "--wheelhouse", folder, "--python", target, "--lockfile", lockfile
+        )
+        wh_r = rep.add(
+            section,
+            "wh lock, warm caches, lock memo off (resolves; natives cached)",
+            repeat(
+                a.repeat_warm,
+                lambda i: run(relock, env=self.wh_env(warm_cache, WH_NO_LOCK_MEMO="1")),
+            ),
+        )
+        wh_ru = rep.add(
+            section,
+            "wh lock, warm caches, lock memo off, --skip-load-check",
+            repeat(
+                a.repeat_warm,
+                lambda i: run(
+                    [*relock[:-1], self.work / "unchecked.toml", "--skip-load-check", "bench"],
+                    env=self.wh_env(warm_cache, WH_NO_LOCK_MEMO="1"),
+                ),
+            ),
+        )
+        print(
+            f"  => {label}: the cached load check adds {wh_r.best - wh_ru.best:.3f} s to a "
+            "re-resolving lock (target < 0.010 s)",
+            flush=True,
+        )
         wh_w = rep.add(
             section,
             "wh lock, warm (nothing changed)",
