@@ -271,6 +271,7 @@ def check(
     problems: list[LoadProblem] = []
     warnings: list[str] = []
     allowed: dict[str, tuple[str, list[str]]] = {}
+    foreign: dict[str, list[str]] = {}
     count = 0
     for key, (u, b) in binaries.items():
         if u.origin != "locked":
@@ -280,6 +281,9 @@ def check(
             problems.append(_unreadable(u, b))
             continue
         if platform.machine and _machine(b) and _machine(b) != platform.machine:
+            if key not in reach:  # a cross-compilation stub nothing links to is data
+                foreign.setdefault(u.label, []).append(f"{b.member} ({_machine(b)})")
+                continue
             problems.append(
                 LoadProblem(
                     "machine",
@@ -321,6 +325,12 @@ def check(
                 f"{p.message} (nothing links to {b.member}: only a dlopen at run time loads it)"
                 for p in found
             )
+    for label, members in foreign.items():
+        warnings.append(
+            f"{label}: {len(members)} member(s) built for another machine, which nothing links "
+            f"to (not loaded on {platform.machine}): {', '.join(members[:3])}"
+            + (", ..." if len(members) > 3 else "")
+        )
     for u in units:
         if u.origin == "locked":
             problems.extend(_torch_build(u, torch))

@@ -82,40 +82,57 @@ def _stamp() -> dict[str, Any]:
     return {"format": _FORMAT, "limits": nat.LIMITS}
 
 
+def _cached(sha256: str) -> nat.Natives | None:
+    if not sha256:
+        return None
+    try:
+        data = json.loads(_cache_path(sha256).read_text(encoding="utf-8"))
+        if data.get("stamp") == _stamp():
+            return nat.Natives.from_json(data["natives"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
 def natives_of(path: Path, sha256: str = "") -> nat.Natives:
     """A wheel's natives, from the cache when a wheel of the same digest was read before."""
-    if sha256:
-        try:
-            data = json.loads(_cache_path(sha256).read_text(encoding="utf-8"))
-            if data.get("stamp") == _stamp():
-                return nat.Natives.from_json(data["natives"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    try:
-        found = nat.wheel_natives(path)
-    except (OSError, zipfile.BadZipFile) as exc:
-        found = nat.Natives(
-            (), (nat.Binary(path.name, "?", problem=f"not a readable zip ({exc})"),)
-        )
-    if sha256:
-        write_json(_cache_path(sha256), {"stamp": _stamp(), "natives": found.to_json()})
-    return found
+    return read_many([(path, sha256)])[path]
 
 
 def read_many(wheels: Sequence[tuple[Path, str]]) -> dict[Path, nat.Natives]:
-    """Natives of many wheels, on the cores (zlib inflates without the GIL), largest first."""
-    order = sorted(wheels, key=lambda w: -_size(w[0]))
-    workers = max(1, min(len(order), os.cpu_count() or 1))
+    """Natives of many wheels: cached ones by digest; the members of the others read on
+    all cores at once, largest first (inflating releases the GIL), then cached."""
+    out: dict[Path, nat.Natives] = {}
+    pending: list[tuple[Path, str, list[nat.Member]]] = []
+    for path, sha256 in wheels:
+        if path in out:
+            continue
+        cached = _cached(sha256)
+        if cached is not None:
+            out[path] = cached
+            continue
+        try:
+            pending.append((path, sha256, nat.wheel_members(path)))
+        except (OSError, zipfile.BadZipFile) as exc:
+            out[path] = nat.Natives(
+                (), (nat.Binary(path.name, "?", problem=f"not a readable zip ({exc})"),)
+            )
+    tasks = [(i, j) for i, (_p, _s, ms) in enumerate(pending) for j in range(len(ms))]
+    tasks.sort(key=lambda t: -pending[t[0]][2][t[1]].size)
+
+    def read(task: tuple[int, int]) -> nat.Binary | None:
+        m = pending[task[0]][2][task[1]]
+        return nat.read_member(m.path, m.size, m.open)
+
+    workers = max(1, min(len(tasks), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(lambda w: natives_of(*w), order))
-    return {w[0]: r for w, r in zip(order, results, strict=True)}
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+        found = dict(zip(tasks, pool.map(read, tasks), strict=True))
+    for i, (path, sha256, members) in enumerate(pending):
+        natives = nat.natives_from(members, [found[(i, j)] for j in range(len(members))])
+        out[path] = natives
+        if sha256:
+            write_json(_cache_path(sha256), {"stamp": _stamp(), "natives": natives.to_json()})
+    return out
 
 
 def record_paths(dist: InstalledDist) -> list[str]:
