@@ -156,12 +156,10 @@ def _index(units: Iterable[Unit], windows: bool) -> _Index:
     return idx
 
 
-_CUDA_ELF = re.compile(
-    r"lib(cudart|cublas|cublasLt|nvrtc|cufft|curand|cusparse|cusolver|cudnn|nccl|nvJitLink|cupti)\.so\.(\d+)"
-)
-_CUDA_DLL = re.compile(
-    r"(cudart|cublas|cublaslt|nvrtc|cufft|curand|cusparse|cusolver|cudnn|nvjitlink)64_(\d+)", re.I
-)
+# libraries whose soname version is the CUDA major (cufft, curand, cusolver, cusparse and
+# cudnn version their sonames on their own: libcufft.so.11 ships with CUDA 12)
+_CUDA_ELF = re.compile(r"lib(cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.(\d+)")
+_CUDA_DLL = re.compile(r"(cudart|cublas|cublaslt|nvrtc|nvjitlink)(?:64)?_(\d+)", re.I)
 
 
 def cuda_major(library: str) -> int | None:
