@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -406,6 +407,7 @@ class Bench:
         lockfile = self.work / f"pylock.{label}.toml"
         rflags = [x for r in roots for x in ("-r", r)]
         rflags += [x for n in a.allow_overwrite.split(",") if n for x in ("--allow-overwrite", n)]
+        rflags += shlex.split(a.lock_flags)
         caches: list[Path] = []
 
         def wh_cold(i: int) -> Run:
@@ -904,6 +906,12 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="comma-separated packages wh may let overwrite another's files (the sglang stack "
         "needs flashinfer-python: it and torch-c-dlpack-ext both ship build_backend.py)",
+    )
+    ap.add_argument(
+        "--lock-flags",
+        default="",
+        help="more flags for every `wh lock`, e.g. \"--allow-missing-library 'libnuma.so.1=on "
+        "the image'\" (the sglang stack needs libnuma.so.1, outside the manylinux policy)",
     )
     ap.add_argument("--skip-synth", action="store_true")
     ap.add_argument("--skip-pip", action="store_true")
