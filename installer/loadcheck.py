@@ -131,6 +131,15 @@ class _Index:
     paths: dict[str, Unit] = field(default_factory=dict)
     names: dict[str, list[tuple[Unit, str]]] = field(default_factory=dict)
     needers: dict[str, list[str]] = field(default_factory=dict)  # name -> "pkg version"
+    _stems: dict[str, list[str]] | None = None
+
+    def same_stem(self, name: str) -> list[str]:
+        """The library names with ``name``'s stem (libcudart.so.12 for libcudart.so.13)."""
+        if self._stems is None:
+            self._stems = {}
+            for n in sorted(self.names):
+                self._stems.setdefault(_stem(n), []).append(n)
+        return self._stems.get(_stem(name), [])
 
 
 def _key(name: str, windows: bool) -> str:
@@ -388,12 +397,11 @@ def _resolve(
 
 
 def _instead(lib: str, idx: _Index, windows: bool) -> list[str]:
-    stem = _stem(lib)
     out = []
-    for name, providers in sorted(idx.names.items()):
-        if name == _key(lib, windows) or _stem(name) != stem:
+    for name in idx.same_stem(_key(lib, windows)):
+        if name == _key(lib, windows):
             continue
-        unit = providers[0][0]
+        unit = idx.names[name][0][0]
         who = idx.needers.get(name, [])
         needed = f", needed by {', '.join(who)}" if who else ""
         out.append(f"{name} from {unit.label}{needed}")
