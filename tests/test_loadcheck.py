@@ -551,3 +551,22 @@ def test_members_stream_whole_to_their_last_byte(tmp_path: Path) -> None:
         with m.open() as f:
             got = b"".join(iter(lambda f=f: f.read(1 << 20), b""))  # type: ignore[misc]
         assert got == data, m.path
+
+
+def test_wh_build_records_the_torch_it_built_against(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build record's torch: version with its local label, and its CUDA, read from the
+    build interpreter's metadata and torch/version.py (torch is not imported)."""
+    from installer.build.runner import build_torch
+
+    site = tmp_path / "site"
+    di = site / "torch-2.9.1+cu130.dist-info"
+    di.mkdir(parents=True)
+    (di / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.9.1+cu130\n")
+    (site / "torch").mkdir()
+    (site / "torch" / "version.py").write_text(
+        "from typing import Optional\n__version__ = '2.9.1+cu130'\ncuda: Optional[str] = '13.0'\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    assert build_torch() == {"version": "2.9.1+cu130", "cuda": "13.0"}
