@@ -675,7 +675,8 @@ def why(
     if libraries:
         from installer.loadscan import why_libraries
 
-        libs = why_libraries(lk, key, _lock_target(lk, kw))
+        target = _lock_target(lk, kw)
+        libs = why_libraries(lk, key, target, live_target=target.python is not None)
     pkg = lk.packages.get(key)
     data = {
         "name": key,

@@ -282,8 +282,6 @@ def installed_check(lock: Lock, env: Environment) -> LoadReport:
         e["library"]: e["reason"]
         for e in lock.tool.get("load-check", {}).get("allowed-missing", [])
     }
-    for name in lock.tool.get("load-check", {}).get("allow-missing", []):
-        allow.setdefault(name, "allowed in the lock")
     return check(units, platform_for(env.target, env), allow)
 
 
@@ -314,9 +312,12 @@ def verify_findings(lock: Lock, env: Environment) -> list[Finding]:
     return out
 
 
-def why_libraries(lock: Lock, name: NormalizedName, target: Target) -> list[dict[str, Any]]:
+def why_libraries(
+    lock: Lock, name: NormalizedName, target: Target, live_target: bool = False
+) -> list[dict[str, Any]]:
     """What the locked wheel of ``name`` needs and who provides each (``wh why --libraries``),
-    from the lock's wheels (cached natives) and the lock's platform."""
+    from the lock's wheels (cached natives) and the lock's platform (a live one's loader
+    asked again)."""
     units = []
     for pkg in lock.packages.values():
         found = natives_of(pkg.wheel, pkg.sha256) if pkg.wheel.is_file() else None
@@ -329,7 +330,8 @@ def why_libraries(lock: Lock, name: NormalizedName, target: Target) -> list[dict
         e["library"]: e["reason"]
         for e in lock.tool.get("load-check", {}).get("allowed-missing", [])
     }
-    report = check(units, for_target(target), allow)
+    plat = for_target(target)
+    report = check(units, for_target(target, live(plat.os)) if live_target else plat, allow)
     label = next((u.label for u in units if u.name == name), "")
     rows: list[dict[str, Any]] = [
         {**m.to_json(), "ok": True} for m in report.met if m.package == label
