@@ -184,7 +184,8 @@ class _Missing(Exception):
 
 class _Stream:
     """Inflates one member forwards, keeping wanted ranges; re-opens it only when a range
-    lies behind what was already inflated."""
+    lies behind what was already inflated. A seekable stream (an installed file) is read
+    at the ranges only."""
 
     def __init__(self, open_member: Callable[[], IO[bytes]]) -> None:
         self._open = open_member
@@ -196,7 +197,16 @@ class _Stream:
         wanted = sorted((o, s) for o, s in wanted if s > 0)
         if not wanted:
             return {}
-        if self._f is None or wanted[0][0] < self._pos:
+        if self._f is None:
+            self._f = self._open()
+            self._pos = 0
+        if self._f.seekable():  # an installed file: read the ranges, skip the rest
+            out: dict[int, bytes] = {}
+            for o, s in wanted:
+                self._f.seek(o)
+                out[o] = self._f.read(s)
+            return out
+        if wanted[0][0] < self._pos:
             self.close()
             self._f = self._open()
             self._pos = 0
