@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.requirements import Requirement
@@ -44,6 +44,7 @@ class Unit:
     natives: Natives | None  # None: its files are unknown (protected on a declared target)
     requires: tuple[Requirement, ...] = ()
     built: BuiltAgainst | None = None
+    wheel: str = ""  # the wheel's filename, where it comes from one
 
     @property
     def label(self) -> str:
@@ -83,9 +84,12 @@ class LoadProblem:
     message: str
     instead: tuple[str, ...] = ()
     fixes: tuple[str, ...] = ()
+    wheel: str = ""
 
     def render(self) -> list[str]:
         lines = [self.message]
+        if self.wheel:
+            lines.append(f"    in {self.wheel}")
         lines.extend(f"    the lock has instead: {i}" for i in self.instead)
         lines.extend(f"    fix: {f}" for f in self.fixes)
         return lines
@@ -99,6 +103,7 @@ class LoadProblem:
             "message": self.message,
             "instead": list(self.instead),
             "fixes": list(self.fixes),
+            "wheel": self.wheel,
         }
 
 
@@ -285,7 +290,7 @@ def check(
             continue
         count += 1
         if b.problem:
-            problems.append(_unreadable(u, b))
+            problems.append(replace(_unreadable(u, b), wheel=u.wheel))
             continue
         if platform.machine and _machine(b) and _machine(b) != platform.machine:
             if key not in reach:  # a cross-compilation stub nothing links to is data
@@ -300,6 +305,7 @@ def check(
                     f"{u.label}: {b.member} is built for {_machine(b)}, the target is "
                     f"{platform.machine}",
                     fixes=(f"a wheel of {u.name} built for {platform.machine}",),
+                    wheel=u.wheel,
                 )
             )
             continue
@@ -325,6 +331,7 @@ def check(
         if platform.symbol_versions:
             on_platform = {r.library for r in resolved[key] if r.platform}
             found.extend(_too_new(u, b, on_platform, platform))
+        found = [replace(p, wheel=u.wheel) for p in found]
         if key in reach:
             problems.extend(found)
         else:
@@ -340,7 +347,7 @@ def check(
         )
     for u in units:
         if u.origin == "locked":
-            problems.extend(_torch_build(u, torch))
+            problems.extend(replace(p, wheel=u.wheel) for p in _torch_build(u, torch))
             warnings.extend(_inferred(u, torch))
     return LoadReport(
         platform.description,

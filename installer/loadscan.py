@@ -219,6 +219,7 @@ def lock_check(
                 read[w.path],
                 w.requires_dist,
                 _built(records.get(w.filename)),
+                w.filename,
             )
         )
     for name, chosen in resolution.packages.items():

@@ -215,6 +215,7 @@ def test_a_cuda13_kernel_next_to_a_cuda12_torch_is_refused_with_every_problem(
     assert r.returncode == 5, r.stdout + r.stderr
     err = r.stderr
     assert "sglang-kernel 0.4.3: sgl_kernel/ops.abi3.so needs libcudart.so.13" in err
+    assert "in sglang_kernel-0.4.3-cp310-abi3-manylinux2014_x86_64.whl" in err
     assert (
         "the lock has instead: libcudart.so.12 from nvidia-cuda-runtime-cu12 12.8.90, "
         "needed by torch 2.9.1"
