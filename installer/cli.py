@@ -197,7 +197,7 @@ def load_options(f: F) -> F:
 
 
 def _load(kw: dict[str, Any]) -> Any:
-    from installer.loadscan import LoadOptions
+    from installer.loadoptions import LoadOptions
 
     return LoadOptions.parse(kw.pop("skip_load_check", None), kw.pop("allow_missing", ()))
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 import os
 import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from installer import natives as nat
 from installer.errors import LockError
 from installer.loadcheck import BuiltAgainst, LoadProblem, LoadReport, Unit, check
+from installer.loadoptions import LoadOptions
 from installer.platformlibs import Platform, for_target, live
 from installer.stamps import cache_dir, write_json
 
@@ -53,25 +53,6 @@ class LoadCheckError(LockError):
 
     def to_json(self) -> dict[str, object]:
         return {**super().to_json(), "problems": [p.to_json() for p in self.problems]}
-
-
-@dataclass(frozen=True)
-class LoadOptions:
-    """The user's escape hatches, each with its reason."""
-
-    skip: str | None = None  # the reason, when the check is skipped
-    allow_missing: Mapping[str, str] = field(default_factory=dict)  # library -> reason
-
-    @classmethod
-    def parse(cls, skip: str | None, allow: Iterable[str]) -> LoadOptions:
-        allowed: dict[str, str] = {}
-        for item in allow:
-            name, _, why = item.partition("=")
-            allowed[name.strip()] = why.strip() or "allowed with --allow-missing-library"
-        return cls(skip, allowed)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"skip": self.skip, "allow_missing": dict(sorted(self.allow_missing.items()))}
 
 
 def _cache_path(sha256: str) -> Path:

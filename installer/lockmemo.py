@@ -30,7 +30,7 @@ from installer.stamps import cache_file, stat_key, write_json
 from installer.target import Target
 
 if TYPE_CHECKING:  # speed: a remembered lock never loads the load check
-    from installer.loadscan import LoadOptions
+    from installer.loadoptions import LoadOptions
 
 _FORMAT = 1
 _SIDE_FILES = (".whl", ".whl.build.json")

@@ -30,7 +30,7 @@ from installer.verify import Finding, closure, protections, run_checks
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from installer.candidates import Pinned
-    from installer.loadscan import LoadOptions
+    from installer.loadoptions import LoadOptions
     from installer.plan import Plan
     from installer.profile import Profile
     from installer.resolve import Resolution
@@ -105,6 +105,7 @@ def do_lock(
     """Lock ``profile`` from the wheelhouse; ``resolved`` is the target when already probed."""
     from installer import loadscan
     from installer.candidates import Pinned
+    from installer.loadoptions import LoadOptions
     from installer.resolve import resolve
 
     if not profile.roots:
@@ -162,7 +163,7 @@ def do_lock(
     skipped = tuple((r.filename, r.reason) for r in resolution.rejected)
     records = build_records(resolution)
     # refuse a lock that cannot load (every problem at once), before anything is written
-    load = load or loadscan.LoadOptions()
+    load = load or LoadOptions()
     hooks.status("checking that every compiled member finds its libraries")
     report = loadscan.lock_check(resolution, target, env, wh.wheels, digests, records, load)
     data = lockmod.render(
