@@ -179,6 +179,35 @@ def profile_options(f: F) -> F:
     return f
 
 
+def load_options(f: F) -> F:
+    """--allow-missing-library and --skip-load-check (the load check's escape hatches)."""
+    f = click.option(
+        "--skip-load-check",
+        "skip_load_check",
+        is_flag=False,
+        flag_value="--skip-load-check given",
+        default=None,
+        metavar="[REASON]",
+        help="Lock without checking that compiled members find their libraries (recorded "
+        "in the lock with REASON).",
+    )(f)
+    f = click.option(
+        "--allow-missing-library",
+        "allow_missing",
+        multiple=True,
+        metavar="NAME[=REASON]",
+        help="A library the target provides outside the lock, e.g. 'libnuma.so.1=apt "
+        "install libnuma1' (repeatable; recorded in the lock).",
+    )(f)
+    return f
+
+
+def _load(kw: dict[str, Any]) -> Any:
+    from installer.loadoptions import LoadOptions
+
+    return LoadOptions.parse(kw.pop("skip_load_check", None), kw.pop("allow_missing", ()))
+
+
 def _profile(kw: dict[str, Any]) -> Profile:
     from installer.profile import Profile, default_search, load_profile
 
@@ -321,6 +350,7 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
 @profile_options
 @wheelhouse_option
 @target_options
+@load_options
 @click.option("--check", is_flag=True, help="Only tell whether the lock is still true.")
 @click.option(
     "--ignore-installed",
@@ -355,6 +385,7 @@ def lock(
     from installer.errors import LockError
     from installer.lockmemo import lock_report
 
+    load = _load(kw)
     profile = _profile(kw)
     path = _lock_path(kw, profile.name)
     with _hooks(as_json) as hooks:
@@ -369,6 +400,7 @@ def lock(
                 hooks,
                 prereleases=prereleases,
                 use_installed=not ignore_installed,
+                load=load,
             )
             if problems:
                 raise LockError(
@@ -391,6 +423,7 @@ def lock(
             prereleases=prereleases,
             use_installed=not ignore_installed,
             index_url=index_url,
+            load=load,
         )
 
     def text() -> None:
@@ -430,9 +463,26 @@ def lock(
             for line in data["overwrites"]:
                 click.echo(f"  {line}")
             click.echo(f"  {allow_hint(data['overwrites'])}")
+        _print_load_check(data.get("load_check", {}))
         click.echo(f"{'wrote' if data['changed'] else 'unchanged'} {path}")
 
     _emit(as_json, data, text)
+
+
+def _print_load_check(lc: dict[str, Any]) -> None:
+    if not lc:
+        return
+    if not lc.get("checked"):
+        click.echo(f"load check skipped: {lc.get('skipped', '')} (recorded in the lock)")
+        return
+    click.echo(
+        f"load check: {lc['binaries']} compiled member(s), {lc['needs-met']} need(s) met "
+        f"({lc['platform']})"
+    )
+    for a in lc.get("allowed-missing", []):
+        click.echo(f"  allowed missing: {a['library']} ({a['reason']}), needed by {a['needed-by']}")
+    for w in lc.get("warnings", []):
+        click.echo(f"  warning: {w}")
 
 
 @cli.command()
@@ -440,6 +490,7 @@ def lock(
 @profile_options
 @wheelhouse_option
 @target_options
+@load_options
 @click.option("--locked", is_flag=True, help="Install the existing lock as is; never re-lock.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
 @click.option(
@@ -524,6 +575,7 @@ def install(
             allow_unsigned=allow_unsigned,
         )
         locked = True
+    load = _load(kw)
     python = kw["python"] or default_python()
     from installer.asked import from_flags
 
@@ -553,6 +605,7 @@ def install(
                 _spec({**kw, "python": python}),
                 hooks,
                 write=not dry_run,  # a dry run writes nothing, the lock included
+                load=load,
             )
             if dry_run:
                 from installer import lock as lockmod
@@ -674,6 +727,9 @@ def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
 @click.argument("profile_name", metavar="[PROFILE]", required=False)
 @click.option("--lockfile", type=click.Path(path_type=Path))
 @click.option("--version", "version", help="Explain why this version was not chosen.")
+@click.option(
+    "--libraries", is_flag=True, help="List the native libraries NAME needs and who provides each."
+)
 @wheelhouse_option
 @target_options
 def why(
@@ -683,6 +739,7 @@ def why(
     profile_name: str | None,
     lockfile: Path | None,
     version: str | None,
+    libraries: bool,
     wheelhouse: Path,
     **kw: Any,
 ) -> None:
@@ -736,6 +793,12 @@ def why(
 
             target = probe(kw["python"] or default_python()).target
         not_chosen = why_not(lk, key, Version(version), list(do_scan(wheelhouse).wheels), target)
+    libs: list[dict[str, Any]] = []
+    if libraries:
+        from installer.loadscan import why_libraries
+
+        target = _lock_target(lk, kw)
+        libs = why_libraries(lk, key, target, live_target=target.python is not None)
     pkg = lk.packages.get(key)
     data = {
         "name": key,
@@ -746,6 +809,7 @@ def why(
         "overrides": applied,
         "dropped": dropped,
         "why_not": not_chosen,
+        **({"libraries": libs} if libraries else {}),
     }
 
     def text() -> None:
@@ -771,8 +835,27 @@ def why(
             click.echo(f"why not {key} {version}:")
             for line in not_chosen:
                 click.echo(f"  {line}")
+        if libraries:
+            click.echo(f"native libraries {key} needs ({len(libs)}):")
+            for row in libs:
+                where = row["by"] if row["ok"] else f"MISSING: {row['problem']}"
+                click.echo(f"  {row['member']}: {row['library']} <- {where}")
 
     _emit(as_json, data, text)
+
+
+def _lock_target(lk: Any, kw: dict[str, Any]) -> Any:
+    """The target a lock was made for (a live one is probed again)."""
+    from installer.target import declared
+
+    tgt = lk.tool.get("target", {})
+    if kw["platform"] or kw["python_version"] or tgt.get("platform"):
+        return declared(
+            kw["platform"] or tgt["platform"], kw["python_version"] or tgt["python-version"]
+        )
+    from installer.environment import default_python, probe
+
+    return probe(kw["python"] or default_python()).target
 
 
 def _register_subcommands() -> None:

@@ -97,6 +97,8 @@ INSTALL = (
             ("overrides", "--override", "every requirement"),
             ("allow_overwrite", "--allow-overwrite", "which overwrites are allowed"),
             ("drops", "--drop", "which dependencies are dropped"),
+            ("skip_load_check", "--skip-load-check", "whether the load check ran"),
+            ("allow_missing", "--allow-missing-library", "which libraries may be missing"),
         )
     ),
     Rule(

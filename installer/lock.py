@@ -89,6 +89,7 @@ def render(
     build_records: Mapping[str, Mapping[str, Any]] | None = None,
     digests: Mapping[Path, str] | None = None,
     index_url: str | None = None,
+    load_check: Mapping[str, Any] | None = None,
 ) -> bytes:
     """The lock's bytes: deterministic for the same inputs, digest included."""
     lock_dir = lock_path.parent.resolve()
@@ -185,6 +186,8 @@ def render(
         tool_wh["index-url"] = index_url
     if build_records:
         tool_wh["build-records"] = {k: dict(v) for k, v in sorted(build_records.items())}
+    if load_check is not None:
+        tool_wh["load-check"] = dict(load_check)
     tool_wh["digest"] = "sha256:"
     pylock = Pylock(
         lock_version=Version("1.0"),

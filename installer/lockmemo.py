@@ -19,7 +19,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import packaging
 
@@ -29,6 +29,9 @@ from installer.hooks import Hooks, TargetSpec
 from installer.profile import Profile
 from installer.stamps import cache_file, stat_key, write_json
 from installer.target import Target
+
+if TYPE_CHECKING:  # speed: a remembered lock never loads the load check
+    from installer.loadoptions import LoadOptions
 
 _FORMAT = 1
 _SIDE_FILES = (".whl", ".whl.build.json")
@@ -44,7 +47,7 @@ def _code_stamp() -> list[Any]:
 
     root = Path(installer.__file__).parent
     files = []
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted([*root.rglob("*.py"), *root.glob("data/*.json")]):
         st = path.stat()
         files.append([path.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns])
     return [installer.__version__, packaging.__version__, resolvelib.__version__, files]
@@ -151,6 +154,7 @@ def lock_report(
     prereleases: str = "if-necessary-or-explicit",
     use_installed: bool = True,
     index_url: str | None = None,
+    load: LoadOptions | None = None,
 ) -> dict[str, Any]:
     """``wh lock``: the remembered report when nothing changed, else a fresh lock's."""
     from concurrent.futures import ThreadPoolExecutor
@@ -160,6 +164,7 @@ def lock_report(
         "use_installed": use_installed,
         "given": [str(wheelhouse), str(lock_path)],
         "index_url": index_url,
+        "load": load.to_json() if load else None,
     }
     with ThreadPoolExecutor(max_workers=1) as pool:
         probing = pool.submit(spec.resolve)  # a subprocess for a live target
@@ -189,6 +194,7 @@ def lock_report(
         use_installed=use_installed,
         resolved=(target, env),
         index_url=index_url,
+        load=load,
     )
     report = lock_summary(result)
     if memo_key:

@@ -32,6 +32,7 @@ from installer.verify import Finding, closure, guarded, protections, run_checks,
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from installer.candidates import Pinned
     from installer.fingerprint import Fingerprint
+    from installer.loadoptions import LoadOptions
     from installer.plan import Plan
     from installer.profile import Profile, Protection
     from installer.resolve import Resolution
@@ -47,6 +48,7 @@ class LockResult:
     data: bytes = field(repr=False)
     skipped: tuple[tuple[str, str], ...] = ()
     overwrites: tuple[str, ...] = ()  # files two locked wheels both write (RECORD)
+    load_check: dict[str, Any] = field(default_factory=dict)
 
 
 def scan_wheelhouse(root: Path, hooks: Hooks, *, hashes: bool = True) -> Wheelhouse:
@@ -120,9 +122,12 @@ def do_lock(
     use_installed: bool = True,
     resolved: tuple[Target, Environment | None] | None = None,
     index_url: str | None = None,
+    load: LoadOptions | None = None,
 ) -> LockResult:
     """Lock ``profile`` from the wheelhouse; ``resolved`` is the target when already probed."""
+    from installer import loadscan
     from installer.candidates import Pinned
+    from installer.loadoptions import LoadOptions
     from installer.resolve import resolve
 
     if not profile.roots:
@@ -213,6 +218,10 @@ def do_lock(
         )
     skipped = tuple((r.filename, r.reason) for r in resolution.rejected)
     records = build_records(resolution)
+    # refuse a lock that cannot load (every problem at once), before anything is written
+    load = load or LoadOptions()
+    hooks.status("checking that every compiled member finds its libraries")
+    report = loadscan.lock_check(resolution, target, env, wh.wheels, digests, records, load)
     data = lockmod.render(
         resolution,
         profile,
@@ -221,9 +230,13 @@ def do_lock(
         build_records=records,
         digests=digests,
         index_url=index_url,
+        load_check=loadscan.lock_record(report, load),
     )
     changed = lockmod.write(lock_path, data) if write else False
-    return LockResult(lock_path, changed, resolution, wh, target, data, skipped, tuple(overwrites))
+    summary = loadscan.summary(report, load)
+    return LockResult(
+        lock_path, changed, resolution, wh, target, data, skipped, tuple(overwrites), summary
+    )
 
 
 def _overwrites(resolution: Resolution, allow: tuple[NormalizedName, ...]) -> list[str]:
@@ -260,6 +273,7 @@ def lock_summary(result: LockResult) -> dict[str, Any]:
         ],
         "skipped_for_target": [{"filename": f, "reason": r} for f, r in result.skipped],
         "overwrites": list(result.overwrites),
+        "load_check": result.load_check,
     }
 
 
@@ -591,6 +605,9 @@ def verify_env(
         ]
     findings += ran
     findings += needs_warnings(lock, env)
+    from installer.loadscan import verify_findings
+
+    findings += verify_findings(lock, env)
     return findings
 
 

@@ -98,6 +98,8 @@ FETCH = (
 )
 FETCH_NEW = (*FETCH[:2], "--wheelhouse", "{O}/w", *FETCH[4:])  # downloads into a new folder
 EXPORT = ("export", "p")
+# {N}: a wheelhouse whose one wheel has an extension module needing a library nothing has
+NATIVE = ("-r", "native", "--wheelhouse", "{N}", "--python", "{P}", "--lockfile", "{O}/n.toml")
 
 ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     # scan
@@ -126,6 +128,10 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     ("lock", "python"): Diff(LOCK, ("--python", "{Q}"), ("--python", "{P}")),
     ("lock", "platform"): Diff(LOCK, ("--platform", "win_amd64")),
     ("lock", "drops"): Diff(LOCK, ("--drop", "lib")),
+    ("lock", "skip_load_check"): Diff(("lock", *NATIVE), ("--skip-load-check", "test")),
+    ("lock", "allow_missing"): Diff(
+        ("lock", *NATIVE), ("--allow-missing-library", "libwhmissing.so.1=test")
+    ),
     ("lock", "index_url"): Diff(LOCK, ("--index-url", "http://127.0.0.1:8080/simple/")),
     ("lock", "python_version"): Diff(LOCK, ("--python-version", "3.12")),
     ("lock", "check"): Diff(LOCK, ("--check",)),
@@ -175,6 +181,12 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     ),
     ("install", "as_json"): Diff(DRY, ("--json",)),
     ("install", "drops"): Diff(DRY, ("--drop", "lib")),
+    ("install", "skip_load_check"): Diff(
+        ("install", *NATIVE, "--dry-run"), ("--skip-load-check", "test")
+    ),
+    ("install", "allow_missing"): Diff(
+        ("install", *NATIVE, "--dry-run"), ("--allow-missing-library", "libwhmissing.so.1=test")
+    ),
     ("install", "verbose"): Diff(DRY, ("-v",)),
     # keygen
     ("keygen", "key"): Diff(("keygen", "{O}/k"), ("{O}/k2",), ("{O}/k",)),
@@ -203,6 +215,7 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     ("why", "name"): Diff(WHY, ("app",), ("lib",)),
     ("why", "profile_name"): Diff(("why", "lib"), ("p",)),
     ("why", "lockfile"): Diff(WHY, ("--lockfile", "{O}/none.toml"), ("--lockfile", "{L}")),
+    ("why", "libraries"): Diff(WHY, ("--libraries",)),
     ("why", "version"): Diff(
         (*WHY, "--python", "{P}", "--wheelhouse", "{H}"), ("--version", "0.5")
     ),
@@ -421,9 +434,41 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "W": str(tool),
         "K": str(root / "k"),
         "I": _file_index(h, root / "index"),
+        "N": str(_native_house(root / "native")),
         "I2": _file_index(h2, root / "index2"),
         "R": str(venv_python(root / "r")),
     }
+
+
+def _native_house(at: Path) -> Path:
+    """A wheelhouse with ``native 1.0``, whose extension module needs ``libwhmissing.so.1``
+    (a real ELF file built with gcc; the library is in no wheel and not on the system)."""
+    import subprocess
+
+    build = at / "build"
+    build.mkdir(parents=True)
+    (build / "missing.c").write_text("int wh_missing(void) { return 1; }\n")
+    (build / "ext.c").write_text("int wh_missing(void);\nint ext(void) { return wh_missing(); }\n")
+    cc = ["gcc", "-shared", "-fPIC"]
+    subprocess.run(
+        [*cc, "-o", build / "libwhmissing.so.1", build / "missing.c",
+         "-Wl,-soname,libwhmissing.so.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    subprocess.run(
+        [*cc, "-o", build / "ext.so", build / "ext.c", "-Wl,--no-as-needed",
+         build / "libwhmissing.so.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    house = at / "house"
+    make_wheel(
+        house,
+        "native",
+        "1.0",
+        tag="cp311-cp311-linux_x86_64",
+        files={"native/__init__.py": b"", "native/_ext.so": (build / "ext.so").read_bytes()},
+    )
+    return house
 
 
 def _file_index(house: Path, at: Path) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -508,7 +509,30 @@ def _record(eff: Effective, report: Report) -> dict[str, Any]:
         "provides": list(eff.provides),
         "autotriggers_left": report.autotriggers,
         "target_os": report.target_os,
+        # the torch the extension was compiled against: `wh lock` refuses it next to another
+        "torch": build_torch(),
     }
+
+
+def build_torch() -> dict[str, str]:
+    """The build interpreter's torch: its version with the local label (2.9.1+cu130) and
+    the CUDA it was built with (from torch/version.py), read without importing torch.
+    Empty when the build interpreter has no torch."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution("torch")
+    except metadata.PackageNotFoundError:
+        return {}
+    out = {"version": dist.version}
+    try:
+        text = Path(str(dist.locate_file("torch/version.py"))).read_text(encoding="utf-8")
+    except OSError:
+        return out
+    m = re.search(r"^cuda\b[^=\n]*=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
+    if m:
+        out["cuda"] = m.group(1)
+    return out
 
 
 def cached_generator(cache_text: str) -> str | None:

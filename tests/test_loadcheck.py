@@ -1,0 +1,573 @@
+"""The load check on real binaries: ELF files built by gcc, PE files by the mingw-w64 cross
+compiler, packed into wheels and locked by the real `wh`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomllib
+
+from installer.backend import uv_binary
+from installer.loadcheck import Unit, check, cuda_major
+from installer.natives import Binary, Natives, read_member, wheel_natives
+from installer.platformlibs import for_target
+from installer.target import declared
+from tests.factory import make_wheel
+from tests.fixtures import run_wh
+
+GCC = shutil.which("gcc")
+MINGW = shutil.which("x86_64-w64-mingw32-gcc")
+needs_gcc = pytest.mark.skipif(
+    GCC is None, reason="gcc is not installed: the ELF cases build real .so files with it"
+)
+needs_mingw = pytest.mark.skipif(
+    MINGW is None,
+    reason="x86_64-w64-mingw32-gcc is not installed (Debian: apt-get install mingw-w64; "
+    ".ci/run installs it): the PE cases build real .pyd/.dll files with it",
+)
+LINUX = ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.12")
+WIN = ("--platform", "win_amd64", "--python-version", "3.12")
+
+
+def _gcc(out: Path, code: str, *flags: str) -> bytes:
+    src = out.with_suffix(".c")
+    src.write_text(code)
+    cmd = [str(GCC), "-shared", "-fPIC", "-o", str(out), str(src), "-Wl,--no-as-needed"]
+    subprocess.run([*cmd, *flags], check=True, capture_output=True)
+    return out.read_bytes()
+
+
+def _stub(folder: Path, soname: str) -> bytes:
+    """A real shared library whose DT_SONAME is ``soname`` (linked against by name)."""
+    return _gcc(
+        folder / soname,
+        f"int stub_{abs(hash(soname))}(void) {{ return 1; }}\n",
+        f"-Wl,-soname,{soname}",
+    )
+
+
+@pytest.fixture(scope="module")
+def elf(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """Real ELF files: stubs named like CUDA and system libraries, and consumers of them."""
+    if GCC is None:
+        pytest.skip("gcc is not installed: the ELF cases build real .so files with it")
+    d = tmp_path_factory.mktemp("elf")
+    out = {
+        n: _stub(d, n)
+        for n in (
+            "libcudart.so.12",
+            "libcudart.so.13",
+            "libcuda.so.1",
+            "libnuma.so.1",
+            "libc10.so",
+            "libhelper.so",
+        )
+    }
+    link = ["-L", str(d), "-Wl,--enable-new-dtags"]
+    out["libtorch_cuda.so"] = _gcc(
+        d / "libtorch_cuda.so",
+        "int torch_cuda(void) { return 2; }\n",
+        *link,
+        "-l:libcudart.so.12",
+        "-l:libc10.so",
+        "-Wl,-rpath,$ORIGIN:$ORIGIN/../../nvidia/cuda_runtime/lib",
+    )
+    # met by another wheel (libcudart.so.12, libc10.so), the driver (libcuda.so.1), the
+    # policy (libm.so.6, libc.so.6) and this wheel through its rpath (libhelper.so)
+    out["ops12.so"] = _gcc(
+        d / "ops12.so",
+        "#include <math.h>\ndouble op(double x) { return cos(x); }\n",
+        *link,
+        "-l:libcudart.so.12",
+        "-l:libc10.so",
+        "-l:libcuda.so.1",
+        "-l:libhelper.so",
+        "-lm",
+        "-Wl,-rpath,$ORIGIN/../sglang_kernel.libs",
+    )
+    # met by nothing in a CUDA 12 lock: libcudart.so.13 and libnuma.so.1
+    out["ops13.so"] = _gcc(
+        d / "ops13.so",
+        "int op(void) { return 13; }\n",
+        *link,
+        "-l:libcudart.so.13",
+        "-l:libnuma.so.1",
+        "-l:libc10.so",
+    )
+    # getrandom is GLIBC_2.25: past manylinux_2_17's policy, within manylinux_2_28's
+    out["newglibc.so"] = _gcc(
+        d / "newglibc.so",
+        "#include <sys/random.h>\n"
+        "int rnd(void) { char b[4]; return (int)getrandom(b, sizeof b, 0); }\n",
+    )
+    return out
+
+
+def _torch_stack(house: Path, elf: dict[str, bytes]) -> None:
+    """torch 2.9.1 with its CUDA 12 runtime from an nvidia-* wheel, as on the index."""
+    tag = "cp312-cp312-manylinux_2_28_x86_64"
+    make_wheel(
+        house,
+        "torch",
+        "2.9.1",
+        ["nvidia-cuda-runtime-cu12==12.8.90"],
+        tag=tag,
+        files={
+            "torch/__init__.py": b"",
+            "torch/lib/libtorch_cuda.so": elf["libtorch_cuda.so"],
+            "torch/lib/libc10.so": elf["libc10.so"],
+        },
+    )
+    make_wheel(
+        house,
+        "nvidia-cuda-runtime-cu12",
+        "12.8.90",
+        tag="py3-none-manylinux_2_28_x86_64",
+        files={
+            "nvidia/cuda_runtime/__init__.py": b"",
+            "nvidia/cuda_runtime/lib/libcudart.so.12": elf["libcudart.so.12"],
+        },
+    )
+
+
+def _kernel(house: Path, version: str, files: dict[str, bytes], tag: str) -> Path:
+    return make_wheel(
+        house,
+        "sglang-kernel",
+        version,
+        ["torch"],
+        tag=tag,
+        files={
+            "sgl_kernel/__init__.py": b"",
+            **files,
+        },
+    )
+
+
+def _lock(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return run_wh(
+        "lock",
+        "-r",
+        "sglang-kernel",
+        "--wheelhouse",
+        tmp_path / "wh",
+        "--lockfile",
+        tmp_path / "pylock.toml",
+        *extra,
+    )
+
+
+@needs_gcc
+def test_needs_met_by_another_wheel_the_policy_the_driver_and_an_rpath(
+    tmp_path: Path, elf: dict[str, bytes]
+) -> None:
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    _kernel(
+        house,
+        "0.4.3",
+        {
+            "sgl_kernel/ops.abi3.so": elf["ops12.so"],
+            "sglang_kernel.libs/libhelper.so": elf["libhelper.so"],
+        },
+        "cp310-abi3-manylinux2014_x86_64",
+    )
+    r = _lock(tmp_path, *LINUX, "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(r.stdout)["load_check"]
+    by = {(n["member"], n["library"]): n["by"] for n in report["needs"]}
+    op = "sgl_kernel/ops.abi3.so"
+    assert "nvidia-cuda-runtime-cu12 12.8.90" in by[(op, "libcudart.so.12")]
+    assert by[(op, "libc10.so")].startswith("torch 2.9.1")
+    assert by[(op, "libcuda.so.1")] == "the GPU driver"
+    assert by[(op, "libm.so.6")] == "the manylinux_2_28 platform (policy)"
+    assert by[(op, "libhelper.so")].startswith("this wheel via rpath $ORIGIN/../sglang_kernel.libs")
+    # torch reaches its CUDA runtime through its rpath into the nvidia wheel's folder
+    tc = "torch/lib/libtorch_cuda.so"
+    assert "via rpath $ORIGIN/../../nvidia/cuda_runtime/lib" in by[(tc, "libcudart.so.12")]
+    lock = tomllib.loads((tmp_path / "pylock.toml").read_text())["tool"]["wh"]["load-check"]
+    assert lock["checked"] is True and lock["binaries"] == 5 and lock["needs-met"] > 8
+    # wh why --libraries lists the same needs and providers from the lock
+    r = run_wh("why", "sglang-kernel", "--libraries", "--lockfile", tmp_path / "pylock.toml")
+    assert r.returncode == 0, r.stderr
+    assert "libcudart.so.12 <- nvidia-cuda-runtime-cu12 12.8.90" in r.stdout
+    assert "libcuda.so.1 <- the GPU driver" in r.stdout
+
+
+@needs_gcc
+def test_a_cuda13_kernel_next_to_a_cuda12_torch_is_refused_with_every_problem(
+    tmp_path: Path, elf: dict[str, bytes]
+) -> None:
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    _kernel(
+        house,
+        "0.4.3",
+        {"sgl_kernel/ops.abi3.so": elf["ops13.so"]},
+        "cp310-abi3-manylinux2014_x86_64",
+    )
+    r = _lock(tmp_path, *LINUX)
+    assert r.returncode == 5, r.stdout + r.stderr
+    err = r.stderr
+    assert "sglang-kernel 0.4.3: sgl_kernel/ops.abi3.so needs libcudart.so.13" in err
+    assert "in sglang_kernel-0.4.3-cp310-abi3-manylinux2014_x86_64.whl" in err
+    assert (
+        "the lock has instead: libcudart.so.12 from nvidia-cuda-runtime-cu12 12.8.90, "
+        "needed by torch 2.9.1"
+    ) in err
+    assert "a build of sglang-kernel for CUDA 12" in err
+    # the second problem is reported in the same run, with the system package that fixes it
+    assert "needs libnuma.so.1" in err and "libnuma1 (Debian/Ubuntu)" in err
+    assert not (tmp_path / "pylock.toml").exists()
+    # escape hatches: each recorded in the lock with its reason
+    r = _lock(tmp_path, *LINUX, "--allow-missing-library", "libnuma.so.1=apt install libnuma1")
+    assert r.returncode == 5 and "libnuma.so.1" not in r.stderr.split("hint:")[0]
+    r = _lock(tmp_path, *LINUX, "--skip-load-check", "CUDA 13 comes from the base image")
+    assert r.returncode == 0, r.stderr
+    assert "load check skipped: CUDA 13 comes from the base image" in r.stdout
+    lock = tomllib.loads((tmp_path / "pylock.toml").read_text())["tool"]["wh"]["load-check"]
+    assert lock == {"checked": False, "skipped": "CUDA 13 comes from the base image"}
+
+
+@needs_gcc
+def test_a_symbol_version_past_the_targets_manylinux_policy_is_refused(
+    tmp_path: Path, elf: dict[str, bytes]
+) -> None:
+    house = tmp_path / "wh"
+    make_wheel(
+        house,
+        "sglang-kernel",
+        "0.4.3",
+        tag="cp310-abi3-manylinux2014_x86_64",
+        files={"sgl_kernel/rnd.abi3.so": elf["newglibc.so"]},
+    )
+    r = _lock(tmp_path, "--platform", "manylinux_2_17_x86_64", "--python-version", "3.12")
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert (
+        "needs GLIBC_2.25 from libc.so.6, newer than manylinux_2_17 allows (up to GLIBC_2.17)"
+        in r.stderr
+    )
+    assert "--platform manylinux_2_26_x86_64" in r.stderr
+    r = _lock(tmp_path, *LINUX)  # glibc 2.28 has it
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_hostile_binary_is_refused_not_crashed(tmp_path: Path) -> None:
+    house = tmp_path / "wh"
+    # an ELF header whose program headers point far past the file, and one cut short
+    bad = b"\x7fELF\x02\x01\x01" + b"\x00" * 9 + b"\x03\x00\x3e\x00" + b"\x01\x00\x00\x00"
+    bad += b"\x00" * 8 + (1 << 40).to_bytes(8, "little") + b"\x00" * 24
+    make_wheel(
+        house,
+        "sglang-kernel",
+        "0.4.3",
+        tag="cp310-abi3-manylinux2014_x86_64",
+        files={"sgl_kernel/a.so": bad + b"\x00" * 64, "sgl_kernel/b.so": b"\x7fELF\x02"},
+    )
+    r = _lock(tmp_path, *LINUX)
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert "sgl_kernel/a.so cannot be read" in r.stderr
+    assert "sgl_kernel/b.so cannot be read" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_reading_keeps_memory_bounded_and_needs_no_whole_member(tmp_path: Path) -> None:
+    """A library member is streamed: only the prefix and the dynamic segment are kept."""
+    n = wheel_natives(make_wheel(tmp_path, "x", "1", files={"x/lib.so": b"not elf at all"}))
+    assert n.libraries == ("x/lib.so",) and n.binaries == ()  # a text file named .so: skipped
+    b = read_member("big.so", 9 << 30, lambda: open(__file__, "rb"))  # noqa: SIM115
+    assert b is not None and "limit" in b.problem
+
+
+# -- PE: the seeds' Windows case --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pe(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    if MINGW is None:
+        pytest.skip("x86_64-w64-mingw32-gcc is not installed (apt-get install mingw-w64)")
+    d = tmp_path_factory.mktemp("pe")
+    out: dict[str, bytes] = {}
+    for dll in ("torch_cpu", "c10", "cudart64_13"):
+        (d / f"{dll}.c").write_text(f"__declspec(dllexport) int {dll}_fn(void) {{ return 1; }}\n")
+        subprocess.run(
+            [
+                str(MINGW),
+                "-shared",
+                "-o",
+                str(d / f"{dll}.dll"),
+                str(d / f"{dll}.c"),
+                f"-Wl,--out-implib,{d / f'lib{dll}.a'}",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        out[f"{dll}.dll"] = (d / f"{dll}.dll").read_bytes()
+    (d / "ops.c").write_text(
+        "__declspec(dllimport) int torch_cpu_fn(void);\n"
+        "__declspec(dllimport) int c10_fn(void);\n"
+        "__declspec(dllimport) int cudart64_13_fn(void);\n"
+        "__declspec(dllexport) int PyInit_common_ops(void)"
+        " { return torch_cpu_fn() + c10_fn() + cudart64_13_fn(); }\n"
+    )
+    subprocess.run(
+        [
+            str(MINGW),
+            "-shared",
+            "-o",
+            str(d / "common_ops.pyd"),
+            str(d / "ops.c"),
+            "-L",
+            str(d),
+            "-ltorch_cpu",
+            "-lc10",
+            "-lcudart64_13",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    out["common_ops.pyd"] = (d / "common_ops.pyd").read_bytes()
+    return out
+
+
+def _win_house(house: Path, pe: dict[str, bytes], built_against: str) -> None:
+    for v in ("2.9.1+cu130", "2.10.0+cu130"):
+        make_wheel(
+            house,
+            "torch",
+            v,
+            tag="cp312-cp312-win_amd64",
+            files={
+                "torch/__init__.py": b"",
+                "torch/lib/torch_cpu.dll": pe["torch_cpu.dll"],
+                "torch/lib/c10.dll": pe["c10.dll"],
+                "torch/lib/cudart64_13.dll": pe["cudart64_13.dll"],
+            },
+        )
+    w = _kernel(
+        house, "0.4.3", {"sgl_kernel/common_ops.pyd": pe["common_ops.pyd"]}, "cp310-abi3-win_amd64"
+    )
+    record = {
+        "schema": 1,
+        "wheel": w.name,
+        "recipe": {"name": "sgl-kernel"},
+        "torch": {"version": built_against, "cuda": "13.0"},
+    }
+    w.with_name(w.name + ".build.json").write_text(json.dumps(record))
+
+
+@needs_mingw
+def test_windows_kernel_built_against_the_protected_torch_locks(
+    tmp_path: Path, pe: dict[str, bytes]
+) -> None:
+    _win_house(tmp_path / "wh", pe, "2.9.1+cu130")
+    r = _lock(tmp_path, *WIN, "--protect", "torch==2.9.1+cu130", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    needs = {
+        (n["member"], n["library"].lower()): n["by"]
+        for n in json.loads(r.stdout)["load_check"]["needs"]
+    }
+    op = "sgl_kernel/common_ops.pyd"
+    assert needs[(op, "torch_cpu.dll")].startswith("torch 2.9.1+cu130 (protected)")
+    assert needs[(op, "cudart64_13.dll")].startswith("torch 2.9.1+cu130 (protected)")
+    assert needs[(op, "kernel32.dll")] == "Windows (system DLL)"
+
+
+@needs_mingw
+def test_windows_kernel_is_refused_next_to_another_torch_build(
+    tmp_path: Path, pe: dict[str, bytes]
+) -> None:
+    _win_house(tmp_path / "wh", pe, "2.9.1+cu130")
+    r = _lock(tmp_path, *WIN, "--protect", "torch==2.10.0+cu130")
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert (
+        "sglang-kernel 0.4.3 was built by `wh build` against torch 2.9.1+cu130 (CUDA 13.0); "
+        "the lock has torch 2.10.0+cu130 (protected)"
+    ) in r.stderr
+    assert "`wh build sgl-kernel` in an environment with torch 2.10.0+cu130" in r.stderr
+
+
+@needs_mingw
+def test_pe_imports_are_read_from_a_real_pyd(pe: dict[str, bytes], tmp_path: Path) -> None:
+    path = tmp_path / "m.pyd"
+    path.write_bytes(pe["common_ops.pyd"])
+    b = read_member("m.pyd", path.stat().st_size, lambda: path.open("rb"))
+    assert b is not None and b.format == "pe" and b.machine == "amd64"
+    assert {"torch_cpu.dll", "c10.dll", "cudart64_13.dll"} <= {n.lower() for n in b.needed}
+
+
+# -- the pure core, from values ---------------------------------------------------------
+
+
+def test_delay_loaded_imports_are_resolved_like_the_others() -> None:
+    target = declared("win_amd64", "3.12")
+    u = Unit(
+        "k",  # type: ignore[arg-type]
+        "1",
+        "locked",
+        Natives(
+            ("k/ops.pyd",),
+            (
+                Binary(
+                    "k/ops.pyd", "pe", "amd64", ("KERNEL32.dll",), ("nvcuda.dll", "cublas64_13.dll")
+                ),
+            ),
+        ),
+    )
+    report = check([u], for_target(target))
+    assert [m.by for m in report.met if m.library == "nvcuda.dll"] == ["the GPU driver"]
+    assert [p.subject for p in report.problems] == ["cublas64_13.dll"]
+    assert "delay-loaded cublas64_13.dll" in report.problems[0].message
+
+
+def test_cuda_major_from_library_names() -> None:
+    assert cuda_major("libcudart.so.13") == 13
+    assert cuda_major("cudart64_12.dll") == 12
+    assert cuda_major("nvrtc64_120_0.dll") == 12
+    assert cuda_major("libc10.so") is None
+
+
+# -- wh verify: the same check over the installed files ---------------------------------
+
+
+@needs_gcc
+def test_verify_rechecks_the_installed_files_and_the_torch_build(
+    tmp_path: Path, elf: dict[str, bytes], new_venv: Any
+) -> None:
+    house = tmp_path / "wh"
+    tag = "py3-none-any"
+    make_wheel(
+        house,
+        "torch",
+        "2.9.1+cu130",
+        tag=tag,
+        files={"torch/__init__.py": b"", "torch/lib/libc10.so": elf["libc10.so"]},
+    )
+    w = make_wheel(
+        house,
+        "kern",
+        "1.0",
+        ["torch"],
+        tag=tag,
+        files={
+            "kern/__init__.py": b"",
+            "kern/ops.so": elf["ops12.so"],
+            "kern.libs/libhelper.so": elf["libhelper.so"],
+            "kern/cudart/libcudart.so.12": elf["libcudart.so.12"],
+        },
+    )
+    record = {
+        "schema": 1,
+        "wheel": w.name,
+        "recipe": {"name": "kern"},
+        "torch": {"version": "2.9.1+cu130", "cuda": "13.0"},
+    }
+    w.with_name(w.name + ".build.json").write_text(json.dumps(record))
+    # ops12.so reaches libhelper.so through $ORIGIN/../sglang_kernel.libs: not where kern
+    # ships it, but once kern.libs/libhelper.so is loaded by name it is found
+    python = new_venv()
+    lock = tmp_path / "pylock.toml"
+    r = run_wh(
+        "install",
+        "-r",
+        "kern",
+        "--wheelhouse",
+        house,
+        "--python",
+        python,
+        "--lockfile",
+        lock,
+        "--allow-missing-library",
+        "libcuda.so.1=the driver",
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "load check: 4 installed binaries" in r.stdout
+    r = run_wh("verify", "--lockfile", lock, "--python", python)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # torch replaced behind wh's back by another build: the kernel's build record no longer fits
+    other = make_wheel(
+        tmp_path / "other",
+        "torch",
+        "2.10.0+cu130",
+        tag=tag,
+        files={"torch/__init__.py": b"", "torch/lib/libc10.so": elf["libc10.so"]},
+    )
+    uv = uv_binary()
+    assert uv is not None
+    subprocess.run(
+        [str(uv), "pip", "install", "--offline", "--no-deps", "--python", str(python), str(other)],
+        check=True,
+        capture_output=True,
+    )
+    r = run_wh("verify", "--lockfile", lock, "--python", python)
+    assert r.returncode == 8, r.stdout + r.stderr
+    assert (
+        "kern 1.0 was built by `wh build` against torch 2.9.1+cu130 (CUDA 13.0); the lock "
+        "has torch 2.10.0+cu130"
+    ) in r.stdout
+    # a library removed from the environment after the install: verify names it
+    site = next(python.parent.parent.glob("lib/python*/site-packages"))
+    (site / "torch" / "lib" / "libc10.so").unlink()
+    r = run_wh("verify", "--lockfile", lock, "--python", python)
+    assert r.returncode == 8, r.stdout + r.stderr
+    assert "kern 1.0: kern/ops.so needs libc10.so, which nothing" in r.stdout
+
+
+def test_a_library_nothing_links_to_only_warns_for_its_missing_needs() -> None:
+    """nvidia-cufile's libcufile_rdma.so.1 needs InfiniBand libraries; nothing links to it
+    (cufile dlopens it when RDMA is on), so the lock still loads: a warning, not a refusal."""
+    target = declared("manylinux_2_28_x86_64", "3.12")
+    rdma = Binary("nvidia/cufile/lib/libcufile_rdma.so.1", "elf", "x86_64", ("libmlx5.so.1",))
+    ext = Binary("k/_C.cpython-312-x86_64-linux-gnu.so", "elf", "x86_64", ("libk.so",))
+    lib = Binary("k/lib/libk.so", "elf", "x86_64", ("libnuma.so.1",))
+    u = Unit(
+        "k",  # type: ignore[arg-type]
+        "1",
+        "locked",
+        Natives((rdma.member, lib.member, ext.member), (rdma, ext, lib)),
+    )
+    report = check([u], for_target(target))
+    # libk.so is reached from the extension module: its missing libnuma.so.1 is refused
+    assert [p.subject for p in report.problems] == ["libnuma.so.1"]
+    assert any("libmlx5.so.1" in w and "only a dlopen" in w for w in report.warnings)
+
+
+def test_members_stream_whole_to_their_last_byte(tmp_path: Path) -> None:
+    """The inflater hands out everything, also what ISA-L holds once all input is read."""
+    import os
+    import zipfile
+
+    from installer.natives import wheel_members
+
+    data = os.urandom(3 << 20) + b"\x00" * (5 << 20)  # incompressible, then compressible
+    w = make_wheel(tmp_path, "x", "1", files={"x/a.so": data, "x/b.so": data})
+    with zipfile.ZipFile(w, "a", compression=zipfile.ZIP_STORED) as zf:  # a stored one last
+        zf.writestr("x/c.so", data)
+    for m in wheel_members(w):
+        with m.open() as f:
+            got = b"".join(iter(lambda f=f: f.read(1 << 20), b""))  # type: ignore[misc]
+        assert got == data, m.path
+
+
+def test_wh_build_records_the_torch_it_built_against(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build record's torch: version with its local label, and its CUDA, read from the
+    build interpreter's metadata and torch/version.py (torch is not imported)."""
+    from installer.build.runner import build_torch
+
+    site = tmp_path / "site"
+    di = site / "torch-2.9.1+cu130.dist-info"
+    di.mkdir(parents=True)
+    (di / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.9.1+cu130\n")
+    (site / "torch").mkdir()
+    (site / "torch" / "version.py").write_text(
+        "from typing import Optional\n__version__ = '2.9.1+cu130'\ncuda: Optional[str] = '13.0'\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    assert build_torch() == {"version": "2.9.1+cu130", "cuda": "13.0"}
