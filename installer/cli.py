@@ -910,6 +910,7 @@ def _refusals() -> None:
         (why, cf.WHY),
         (scan, cf.SCAN),
         (index_cmd, cf.INDEX),
+        (cli.commands["build"], cf.BUILD),
     ):
         cf.refuse_in(cmd, rules)
 
