@@ -50,6 +50,9 @@ class BundleResult:
     files: int
     size: int
     sha256: str
+    # locked but carried by no wheel ("torch 2.9.1+cu130 (protected)"): the workstation
+    # must already have exactly these, or the bundle's install is refused
+    needs_installed: tuple[str, ...] = ()
 
 
 # -- making a bundle ------------------------------------------------------------------------
@@ -102,6 +105,11 @@ def make_bundle(
             for c in done.resolution.packages.values()
             if c.candidate.wheel
         }
+        needs = tuple(
+            f"{n} {c.candidate.version}" + (" (protected)" if n in done.resolution.pins else "")
+            for n, c in sorted(done.resolution.packages.items())
+            if c.candidate.wheel is None
+        )
         for extra in sorted(p for p in (stage / WHEELS).glob("*.whl") if p.name not in named):
             extra.unlink()  # exactly the wheels the lock names
         hooks.status("collecting wh and its dependencies for the target")
@@ -115,7 +123,7 @@ def make_bundle(
             (stage / script).write_bytes(data)
         (stage / INFO).write_text(
             f"format=1\nprofile={profile.name}\nlock={lock_name}\nwh-version={__version__}\n"
-            f"target={target.description}\n",
+            f"target={target.description}\n" + "".join(f"needs-installed={n}\n" for n in needs),
             encoding="utf-8",
         )
         write_manifest(stage)
@@ -130,6 +138,7 @@ def make_bundle(
         files,
         output.stat().st_size,
         sha256_file(output),
+        needs,
     )
 
 

@@ -884,7 +884,15 @@ def bundle(
         "files": result.files,
         "size": result.size,
         "sha256": result.sha256,
+        "needs_installed": list(result.needs_installed),
     }
+    for need in result.needs_installed:  # loud on stderr, JSON or not: the bundle lacks it
+        click.echo(
+            f"warning: the bundle carries no wheel of {need}: the offline machine must already "
+            "have exactly that build installed, or the bundle's install is refused (exit 6); "
+            "to carry it, put its wheel in the wheelhouse and bundle again",
+            err=True,
+        )
 
     def text() -> None:
         click.echo(
