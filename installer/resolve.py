@@ -140,8 +140,8 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         reqs = list(requirements[identifier])
         bad = {c.version for c in incompatibilities[identifier]}
         name = canonicalize_name(identifier.split("[")[0])
-        if name in self.assume:
-            return [Candidate(name, _ASSUMED, None, ())]
+        if name in self.assume:  # one stand-in; once backtracked over, nothing else to try
+            return [] if _ASSUMED in bad else [Candidate(name, _ASSUMED, None, ())]
         extras = frozenset(reqs[0].extras) if reqs else frozenset()
         ok = [
             c
@@ -314,7 +314,7 @@ def resolve(
     try:
         result = resolver.resolve(root_needs, max_rounds=max_rounds)
     except resolvelib.ResolutionImpossible as exc:
-        from installer.explain import all_missing, explain_impossible
+        from installer.explain import all_missing, explain_impossible, refusers_hint
 
         causes = list(exc.causes)
         missing = _missing(causes, index)
@@ -343,6 +343,14 @@ def resolve(
                 return None
 
             older = older_alternatives(causes, index, target, trial)
+            for name, pin in index.pins.items():
+                if name in older or name in over:  # an override of it: that hint says so
+                    continue
+                refusers = _every_refuser(
+                    name, pin.version, causes, index, target, over, prereleases, root_needs
+                )
+                if refusers:
+                    older[name] = refusers_hint(name, pin.version, pin.reason, refusers)
         raise explain_impossible(
             causes, index, over, chains=chains, prereleases=prereleases, older=older
         ) from None
@@ -403,6 +411,53 @@ def _every_missing(
                 n = canonicalize_name(info.requirement.name)
                 if n in assume:
                     found.setdefault(n, set()).add(info.requirement.parent)
+        break
+    return found
+
+
+def _every_refuser(
+    name: NormalizedName,
+    version: Version,
+    causes: Sequence[Any],
+    index: CandidateIndex,
+    target: Target,
+    over: Mapping[NormalizedName, Override],
+    prereleases: str,
+    root_needs: Sequence[Need],
+    *,
+    rounds: int = 20,
+) -> dict[NormalizedName, dict[str, Version]]:
+    """Every package whose wheelhouse versions refuse the protected ``name`` ``version``,
+    not only the first conflict's (name -> refusing requirement -> the version asking it):
+    resolve again with the refusers taken as present, until the rest resolves or nothing
+    new refuses."""
+    found: dict[NormalizedName, dict[str, Version]] = {}
+    for _ in range(rounds):
+        new = False
+        for info in causes:
+            parent = info.parent
+            req = info.requirement
+            if parent is None or canonicalize_name(req.name) != name:
+                continue
+            if req.specifier.contains(version, prereleases=True):
+                continue
+            line = req.describe()
+            got = found.setdefault(canonicalize_name(parent.name), {})
+            if line not in got:
+                got[line] = parent.version
+                new = True
+        if not new:
+            break
+        provider = _Provider(index, target, over, prereleases, set(found))
+        try:
+            resolvelib.Resolver(provider, resolvelib.BaseReporter()).resolve(
+                root_needs, max_rounds=20_000
+            )
+        except resolvelib.ResolutionImpossible as exc:
+            causes = list(exc.causes)
+            continue
+        except resolvelib.ResolutionTooDeep:
+            pass
         break
     return found
 
