@@ -169,3 +169,26 @@ def test_a_wheelhouse_of_newest_releases_names_every_refuser_at_once_and_what_to
     ok = run_wh("install", "-r", "sglang", *common, "--lockfile", lock)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert f"protected torch {CUDA} unchanged" in ok.stdout
+
+
+def test_the_older_versions_are_found_three_steps_up_the_chain(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    """The profile pins an app that pins sglang that pins torchvision (the real profile pins
+    its model's release): older versions are looked for up the whole chain, not two steps;
+    the hint, followed, installs with the protected torch kept."""
+    house = _stack(tmp_path)
+    make_wheel(house, "ocr-app", "1.0", ["sglang==0.5.10"])
+    make_wheel(house, "ocr-app", "0.9", ["sglang==0.5.9"])
+    python = new_venv([house / f"torch-{CUDA}-py3-none-any.whl"])
+    common = ["--wheelhouse", house, "--python", python, "--protect", "torch"]
+    lock = tmp_path / "l.toml"
+    r = run_wh("lock", "-r", "ocr-app==1.0", *common, "--lockfile", lock)
+    assert r.returncode == 4, r.stdout + r.stderr
+    hint = r.stderr.split("hint: ", 1)[1]
+    assert "no version of" not in hint  # the wheelhouse has torchvision 0.28.0
+    asked = _requirements_in(hint)
+    assert asked == ["torchvision==0.28.0", "sglang==0.5.9", "ocr-app==0.9"], hint
+    ok = run_wh("install", *[a for q in asked for a in ("-r", q)], *common, "--lockfile", lock)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert f"protected torch {CUDA} unchanged" in ok.stdout
