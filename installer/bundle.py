@@ -51,6 +51,9 @@ class BundleResult:
     size: int
     sha256: str
     signed_by: str | None = None  # the signing key's fingerprint
+    # locked but carried by no wheel ("torch 2.9.1+cu130 (protected)"): the workstation
+    # must already have exactly these, or the bundle's install is refused
+    needs_installed: tuple[str, ...] = ()
 
 
 # -- making a bundle ------------------------------------------------------------------------
@@ -111,6 +114,11 @@ def make_bundle(
             for c in done.resolution.packages.values()
             if c.candidate.wheel
         }
+        needs = tuple(
+            f"{n} {c.candidate.version}" + (" (protected)" if n in done.resolution.pins else "")
+            for n, c in sorted(done.resolution.packages.items())
+            if c.candidate.wheel is None
+        )
         for extra in sorted(p for p in (stage / WHEELS).glob("*.whl") if p.name not in named):
             extra.unlink()  # exactly the wheels the lock names
         check_wheels_for(target, sorted((stage / WHEELS).glob("*.whl")))
@@ -126,7 +134,8 @@ def make_bundle(
         (stage / INFO).write_text(
             f"format=1\nprofile={profile.name}\nlock={lock_name}\nwh-version={__version__}\n"
             f"target={target.description}\n"
-            f"python-version={'.'.join(target.python_full_version.split('.')[:2])}\n",
+            f"python-version={'.'.join(target.python_full_version.split('.')[:2])}\n"
+            + "".join(f"needs-installed={n}\n" for n in needs),
             encoding="utf-8",
         )
         write_manifest(stage)
@@ -145,6 +154,7 @@ def make_bundle(
         output.stat().st_size,
         sha256_file(output),
         signing.fingerprint(key.public_key()) if key is not None else None,
+        needs,
     )
 
 

@@ -1080,7 +1080,15 @@ def bundle(
         "size": result.size,
         "sha256": result.sha256,
         "signed_by": result.signed_by,
+        "needs_installed": list(result.needs_installed),
     }
+    for need in result.needs_installed:  # loud on stderr, JSON or not: the bundle lacks it
+        click.echo(
+            f"warning: the bundle carries no wheel of {need}: the offline machine must already "
+            "have exactly that build installed, or the bundle's install is refused (exit 6); "
+            "to carry it, put its wheel in the wheelhouse and bundle again",
+            err=True,
+        )
 
     def text() -> None:
         click.echo(
@@ -1129,6 +1137,7 @@ def _refusals() -> None:
         (index_cmd, cf.INDEX),
         (keygen, cf.KEYGEN),
         (export_cmd, cf.EXPORT),
+        (cli.commands["build"], cf.BUILD),
     ):
         cf.refuse_in(cmd, rules)
 

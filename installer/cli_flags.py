@@ -190,6 +190,16 @@ BUNDLE = (
 )
 
 
+BUILD = (
+    Rule(
+        "wheelhouse",
+        "has no effect with --check/--emit: nothing is built (drop --check/--emit to build "
+        "the wheel into it)",
+        lambda kw: bool(kw.get("check_only") or kw.get("emit")),
+    ),
+)
+
+
 def _no_version(kw: Mapping[str, Any]) -> bool:
     return not kw.get("version")
 

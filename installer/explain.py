@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from packaging.utils import NormalizedName
+from packaging.version import Version
 
 from installer.candidates import CandidateIndex
 from installer.errors import ResolutionError
@@ -72,6 +73,26 @@ def explain_impossible(
         f" (requested by {', '.join(parents)})"
     )
     return ResolutionError(message, details=details, hint="\n      ".join(hints))
+
+
+def refusers_hint(
+    name: NormalizedName,
+    version: Version,
+    reason: str,
+    refusers: Mapping[NormalizedName, Mapping[str, Version]],
+) -> str:
+    """A protected ``name`` that no wheelhouse version of ``refusers`` accepts: name every
+    one at once, and what to fetch so that the next lock can pick versions that accept it."""
+    said = "; ".join(line for lines in refusers.values() for line in lines)
+    below = " ".join(f"-r '{who}<{min(lines.values())}'" for who, lines in sorted(refusers.items()))
+    return (
+        f"{name} is protected at {version} ({reason or 'no reason given'}) and the wheelhouse "
+        f"has no version of {', '.join(sorted(refusers))} that accepts it ({said}): add older "
+        f"releases of {'it' if len(refusers) == 1 else 'each'} that accept {name} {version} "
+        f"(online: `wh fetch {below} --protect '{name}=={version}' --wheelhouse "
+        "DIR`), then lock again: the resolver picks them by itself. An override "
+        f"'{name}=={version}' would rewrite every requirement on {name} and hide the conflict"
+    )
 
 
 def _hint(

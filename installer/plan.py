@@ -36,6 +36,7 @@ class Refusal:
 
     name: NormalizedName
     reason: str
+    missing: bool = False  # not installed and no wheel of it in the lock (nothing replaces it)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,9 @@ def make_plan(
             if locked is None or locked.version != want:
                 refusals.append(
                     Refusal(
-                        name, f"protected {name} {want} is not installed in the target environment"
+                        name,
+                        f"protected {name} {want} is not installed in the target environment",
+                        missing=True,
                     )
                 )
         elif have.version != want:

@@ -31,7 +31,9 @@ def recover(ctx: click.Context, python: Path | None, lock_timeout: float, as_jso
 
     ctx.meta["wh.json"] = as_json  # errors are rendered as JSON too
     target = python or default_python()
-    done = recover_env(target, timeout=lock_timeout)
+    done = recover_env(  # waiting for another wh is said, as install says it
+        target, timeout=lock_timeout, on_wait=lambda m: click.echo(f"· {m}", err=True)
+    )
     if as_json:
         click.echo(json.dumps({"python": str(target), "recovered": bool(done), "message": done}))
     else:

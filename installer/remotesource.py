@@ -141,7 +141,16 @@ class Source:
                 fut = None  # it was still queued behind other read-ahead: run it now
             if fut is not None:
                 return fut, False
-            fut = (self.pool if urgent else self.ahead_pool).submit(fn)
+            try:
+                fut = (self.pool if urgent else self.ahead_pool).submit(fn)
+            except RuntimeError:
+                if urgent:
+                    raise
+                # the pools shut down as the resolution ended, while a finished read ran its
+                # follow-up: nothing needs that read-ahead any more
+                fut = Future()
+                fut.cancel()
+                return fut, False
             table[key] = fut
             return fut, True
 

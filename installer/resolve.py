@@ -150,8 +150,8 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         reqs = list(requirements[identifier])
         bad = {c.version for c in incompatibilities[identifier]}
         name = canonicalize_name(identifier.split("[")[0])
-        if name in self.assume:
-            return [Candidate(name, _ASSUMED, None, ())]
+        if name in self.assume:  # one stand-in; once backtracked over, nothing else to try
+            return [] if _ASSUMED in bad else [Candidate(name, _ASSUMED, None, ())]
         extras = frozenset(reqs[0].extras) if reqs else frozenset()
         ok = [
             c
@@ -348,7 +348,7 @@ def resolve(
     try:
         result = resolver.resolve(root_needs, max_rounds=max_rounds)
     except resolvelib.ResolutionImpossible as exc:
-        from installer.explain import all_missing, explain_impossible
+        from installer.explain import all_missing, explain_impossible, refusers_hint
 
         causes = list(exc.causes)
         missing = _missing(causes, index)
@@ -380,6 +380,26 @@ def resolve(
                 return None
 
             older = older_alternatives(causes, index, target, trial)
+            for name, pin in index.pins.items():
+                if name in older or name in over:  # an override of it: that hint says so
+                    continue
+                refusers = {
+                    who: lines
+                    for who, lines in _every_refuser(
+                        name,
+                        pin.version,
+                        causes,
+                        index,
+                        target,
+                        over,
+                        prereleases,
+                        root_needs,
+                        drops=drop_map,
+                    ).items()
+                    if not _older_accepting(index, target, who, None, name, pin.version, 1)
+                }  # only those the wheelhouse has no accepting version of
+                if refusers:
+                    older[name] = refusers_hint(name, pin.version, pin.reason, refusers)
         raise explain_impossible(
             causes, index, over, chains=chains, prereleases=prereleases, older=older
         ) from None
@@ -447,28 +467,80 @@ def _every_missing(
     return found
 
 
+def _every_refuser(
+    name: NormalizedName,
+    version: Version,
+    causes: Sequence[Any],
+    index: CandidateIndex,
+    target: Target,
+    over: Mapping[NormalizedName, Override],
+    prereleases: str,
+    root_needs: Sequence[Need],
+    *,
+    drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
+    rounds: int = 20,
+) -> dict[NormalizedName, dict[str, Version]]:
+    """Every package whose wheelhouse versions refuse the protected ``name`` ``version``,
+    not only the first conflict's (name -> refusing requirement -> the version asking it):
+    resolve again with the refusers taken as present, until the rest resolves or nothing
+    new refuses."""
+    found: dict[NormalizedName, dict[str, Version]] = {}
+    for _ in range(rounds):
+        new = False
+        for info in causes:
+            parent = info.parent
+            req = info.requirement
+            if parent is None or canonicalize_name(req.name) != name:
+                continue
+            if req.specifier.contains(version, prereleases=True):
+                continue
+            line = req.describe()
+            got = found.setdefault(canonicalize_name(parent.name), {})
+            if line not in got:
+                got[line] = parent.version
+                new = True
+        if not new:
+            break
+        provider = _Provider(index, target, over, prereleases, drops=drops, assume=set(found))
+        try:
+            resolvelib.Resolver(provider, resolvelib.BaseReporter()).resolve(
+                root_needs, max_rounds=20_000
+            )
+        except resolvelib.ResolutionImpossible as exc:
+            causes = list(exc.causes)
+            continue
+        except resolvelib.ResolutionTooDeep:
+            pass
+        break
+    return found
+
+
 def _older_accepting(
     index: CandidateIndex,
     target: Target,
     name: NormalizedName,
-    below: Version,
+    below: Version | None,
     dep: NormalizedName,
     version: Version,
     tries: int,
 ) -> list[Candidate]:
-    """Up to ``tries`` versions of ``name`` older than ``below`` (newest first) whose
-    requirements on ``dep`` all admit ``version``."""
+    """Up to ``tries`` versions of ``name`` older than ``below`` (any, when None; newest
+    first) whose requirements on ``dep`` all admit ``version``."""
     out: list[Candidate] = []
     for cand in index.candidates(name):
-        if cand.version >= below or len(out) >= tries:
-            continue
-        if all(
-            r.specifier.contains(version, prereleases=True)
-            for r in cand.requires
-            if canonicalize_name(r.name) == dep and target.evaluate(r.marker)
-        ):
+        older = below is None or cand.version < below
+        if older and len(out) < tries and _accepts(cand, target, dep, version):
             out.append(cand)
     return out
+
+
+def _accepts(cand: Candidate, target: Target, dep: NormalizedName, version: Version) -> bool:
+    """Whether every requirement of ``cand`` on ``dep`` (for the target) admits ``version``."""
+    return all(
+        r.specifier.contains(version, prereleases=True)
+        for r in cand.requires
+        if canonicalize_name(r.name) == dep and target.evaluate(r.marker)
+    )
 
 
 def older_alternatives(
@@ -478,12 +550,15 @@ def older_alternatives(
     trial: Callable[[Sequence[Requirement]], list[Any] | None],
     *,
     tries: int = 3,
+    depth: int = 4,
+    max_trials: int = 40,
 ) -> dict[NormalizedName, str]:
     """For a protected name in a conflict: older versions of the packages that refuse the
     protected build, with which the whole resolution succeeds (each tried by ``trial``, a
     resolution with those versions pinned). Where the older version is itself refused by
     a package pinning it (sglang pins torchvision), older versions of that one are tried
-    too. Returns protected name -> hint text."""
+    too, and so on up the chain (``depth`` steps, ``max_trials`` resolutions at most: this
+    runs only on a failed lock). Returns protected name -> hint text."""
     out: dict[NormalizedName, str] = {}
 
     def found(name: NormalizedName, pin: Pinned, reqs: Sequence[Requirement]) -> None:
@@ -497,6 +572,36 @@ def older_alternatives(
             "on the same name)"
         )
 
+    budget = [max_trials]
+
+    def climb(chosen: list[tuple[NormalizedName, Version]], depth: int) -> list[Requirement] | None:
+        """Pins for ``chosen`` if the profile resolves with them; else, where the last of
+        them is refused by a package pinning it, the same with an older version of that
+        package added (up to ``depth`` more steps up, ``max_trials`` trials in all)."""
+        reqs = [Requirement(f"{n}=={v}") for n, v in chosen]
+        if budget[0] <= 0:
+            return None
+        budget[0] -= 1
+        again = trial(reqs)
+        if again is None:
+            return reqs
+        if depth == 0:
+            return None
+        last, last_version = chosen[-1]
+        for why in again:
+            if why is None or why.parent is None:
+                continue
+            up = why.parent
+            if canonicalize_name(why.requirement.name) != last or up.name in dict(chosen):
+                continue
+            for older_up in _older_accepting(
+                index, target, up.name, up.version, last, last_version, tries
+            ):
+                got = climb([*chosen, (up.name, older_up.version)], depth - 1)
+                if got is not None:
+                    return got
+        return None
+
     for info in causes:
         name = canonicalize_name(info.requirement.name)
         pin = index.pins.get(name)
@@ -508,26 +613,9 @@ def older_alternatives(
         for old in _older_accepting(
             index, target, parent.name, parent.version, name, pin.version, tries
         ):
-            first = Requirement(f"{parent.name}=={old.version}")
-            again = trial([first])
-            if again is None:
-                found(name, pin, [first])
-                break
-            # who refuses the older version: try older versions of them as well
-            for why in again:
-                if why is None or why.parent is None or why.requirement.name != parent.name:
-                    continue
-                up = why.parent
-                for older_up in _older_accepting(
-                    index, target, up.name, up.version, parent.name, old.version, tries
-                ):
-                    second = Requirement(f"{up.name}=={older_up.version}")
-                    if trial([first, second]) is None:
-                        found(name, pin, [first, second])
-                        break
-                if name in out:
-                    break
-            if name in out:
+            got = climb([(parent.name, old.version)], depth)
+            if got is not None:
+                found(name, pin, got)
                 break
     return out
 

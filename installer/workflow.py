@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from installer.candidates import Pinned
     from installer.fingerprint import Fingerprint
     from installer.loadoptions import LoadOptions
-    from installer.plan import Plan
+    from installer.plan import Plan, Refusal
     from installer.profile import Profile, Protection
     from installer.resolve import Resolution
 
@@ -108,6 +108,23 @@ def _exact_build(p: Protection, wheelhouse: Wheelhouse) -> Pinned | None:
     if not same:
         return None
     return Pinned(p.name, p.version, same[0].requires_dist, p.reason)
+
+
+def _refusal_hint(refusals: Sequence[Refusal], env: Environment) -> str:
+    """What can work: a protected build the lock lacks must be installed first; a
+    replacement is avoided by re-locking with the protection."""
+    if all(r.missing for r in refusals):
+        names = ", ".join(r.name for r in refusals)
+        return (
+            f"the lock keeps {names} as installed and carries no wheel of it: install that "
+            f"exact build into {env.python} first, or lock (bundle) from a wheelhouse that holds "
+            "its wheel with `--protect NAME==VERSION`, which then installs it"
+        )
+    return (
+        "protected distributions are never replaced: re-lock with the protection "
+        "(`wh lock PROFILE --protect NAME`) so the resolver keeps the installed build, "
+        "or protect the exact build the lock carries (`--protect NAME==VERSION`)"
+    )
 
 
 def do_lock(
@@ -512,9 +529,7 @@ def _install_locked(
         raise ProtectionError(
             "the plan would change a protected distribution; nothing was installed",
             details=[r.reason for r in plan.refusals],
-            hint="protected distributions are never replaced: re-lock with the protection "
-            "(`wh lock PROFILE --protect NAME`) so the resolver keeps the installed build, "
-            "or protect the exact build the lock carries (`--protect NAME==VERSION`)",
+            hint=_refusal_hint(plan.refusals, env),
         )
     refuse_breaking(
         env, {a.package.name: a.package.version for a in plan.changes}, frozenset(lock.packages)

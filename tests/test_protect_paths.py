@@ -254,3 +254,61 @@ def test_fresh_venv_without_the_build_is_refused_with_a_hint_that_works(
     r = run_wh("install", *common, "--protect", f"torch=={CUDA}")
     assert r.returncode == 0, r.stdout + r.stderr
     assert torch_version(fresh) == CUDA
+
+
+def test_bundle_without_the_protected_build_says_so_and_its_refusal_leads_somewhere(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    """Issue 21 item 4: a bundle made against a workstation-like env that has torch +cu130
+    but whose wheelhouse lacks that build keeps torch as installed and carries no wheel of it.
+    That is the normal case (the workstation has its CUDA torch), so it is made, but loudly:
+    stderr, the JSON and bundle.txt name it. Its install into a fresh venv is refused (exit 6)
+    with the env unchanged and a hint that works: install that build first, then it installs."""
+    import json
+    import zipfile
+
+    house = tmp_path / "house"
+    make_wheel(house, "app", "1.0", ["torch"])
+    cu = make_wheel(tmp_path / "cu", "torch", CUDA)  # not in the wheelhouse
+    tool = tmp_path / "tool"
+    make_wheel(tool, "wh", __version__)
+    box = new_venv([cu])
+    out = tmp_path / "b.zip"
+    r = run_wh(
+        "bundle", "-r", "app", "--wheelhouse", house, "--python", box, "--protect", "torch",
+        "-o", out, "--wh-wheels", tool, "--json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"warning: the bundle carries no wheel of torch {CUDA} (protected)" in r.stderr
+    assert "must already have exactly that build installed" in r.stderr
+    assert json.loads(r.stdout)["needs_installed"] == [f"torch {CUDA} (protected)"]
+    with zipfile.ZipFile(out) as zf:
+        info = next(n for n in zf.namelist() if n.endswith("bundle.txt"))
+        assert f"needs-installed=torch {CUDA} (protected)" in zf.read(info).decode()
+    # a wheelhouse that has the build: the bundle carries it and says nothing
+    make_wheel(house, "torch", CUDA)
+    full = run_wh(
+        "bundle", "-r", "app", "--wheelhouse", house, "--python", box,
+        "--protect", f"torch=={CUDA}", "-o", tmp_path / "c.zip", "--wh-wheels", tool,
+    )  # fmt: skip
+    assert full.returncode == 0, full.stderr
+    assert "carries no wheel" not in full.stderr
+    # the bundle without it, on a machine without torch: refused, nothing changed
+    fresh = new_venv()
+    before = site_snapshot(fresh)
+    r = run_wh("install", "--bundle", out, "--python", fresh)
+    assert r.returncode == 6, r.stdout + r.stderr
+    assert f"protected torch {CUDA} is not installed" in r.stderr
+    assert "install that exact build" in r.stderr and "carries no wheel of it" in r.stderr
+    assert site_snapshot(fresh) == before
+    # following the hint: the build installed first (as the workstation has it), then it works
+    uv = uv_binary()
+    assert uv is not None
+    subprocess.run(
+        [uv, "pip", "install", "--offline", "--no-index", "--no-config", "--python",
+         str(fresh), str(cu)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    r = run_wh("install", "--bundle", out, "--python", fresh)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert torch_version(fresh) == CUDA
