@@ -10,6 +10,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+if __name__ == "__main__":  # `python -m installer.cli`: run the module the subcommands import,
+    from installer.cli import main as _main  # not a second copy of it (a circular import)
+
+    _main()
+    sys.exit(0)
+
 import click
 
 from installer import __version__
@@ -1150,7 +1156,3 @@ def main() -> None:
 
     sigterm_as_interrupt()  # SIGTERM rolls an install back like Ctrl-C
     cli(prog_name="wh")
-
-
-if __name__ == "__main__":
-    main()

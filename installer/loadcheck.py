@@ -241,8 +241,11 @@ def check(
     units: Iterable[Unit],
     platform: Platform,
     allow_missing: Mapping[str, str] | None = None,
+    torch_outside: Unit | None = None,
 ) -> LoadReport:
     """Resolve every need of every locked unit's binaries (see the module docstring).
+    ``torch_outside`` is the torch a live target has installed where the lock names none
+    (nothing locked requires it): a kernel built against torch is compared with that one.
 
     A need nothing meets is a problem where ``import`` would reach the binary: from an
     extension module, through the libraries its needs resolve to. A library nothing links
@@ -253,7 +256,7 @@ def check(
     windows = platform.os == "windows"
     idx = _index(units, windows)
     by_name = {u.name: u for u in units}
-    torch = by_name.get(NormalizedName("torch"))
+    torch = by_name.get(NormalizedName("torch")) or torch_outside
     unknown = [u for u in units if u.natives is None]
     allow = {_key(k, windows): v for k, v in (allow_missing or {}).items()}
     resolved: dict[tuple[str, str], list[_Resolved]] = {}

@@ -214,7 +214,12 @@ def lock_check(
             units.append(Unit(name, str(w.version), origin, read[w.path], w.requires_dist))
         else:
             units.append(Unit(name, str(chosen.candidate.version), origin, None))
-    report = check(units, platform_for(target, env), options.allow_missing)
+    outside = None
+    if env is not None and "torch" in env.dists and "torch" not in resolution.packages:
+        dist = env.dists[NormalizedName("torch")]
+        origin = "protected" if "torch" in resolution.pins else "installed, outside the lock"
+        outside = Unit(NormalizedName("torch"), str(dist.version), origin, None)
+    report = check(units, platform_for(target, env), options.allow_missing, outside)
     if report.problems:
         raise LoadCheckError(report.problems, report.platform)
     return report

@@ -13,7 +13,7 @@ import pytest
 import tomllib
 
 from installer.backend import uv_binary
-from installer.loadcheck import Unit, check, cuda_major
+from installer.loadcheck import BuiltAgainst, Unit, check, cuda_major
 from installer.natives import Binary, Natives, read_member, wheel_natives
 from installer.platformlibs import for_target
 from installer.target import declared
@@ -571,3 +571,25 @@ def test_wh_build_records_the_torch_it_built_against(
     )
     monkeypatch.syspath_prepend(str(site))
     assert build_torch() == {"version": "2.9.1+cu130", "cuda": "13.0"}
+
+
+def test_a_kernel_is_compared_with_the_torch_installed_outside_the_lock() -> None:
+    """Seen on a GPU machine: a kernel that requires nothing, built against the installed
+    torch, on a live target whose torch no locked package requires. The torch it runs
+    against is the installed one: the same build passes, another build is refused."""
+    target = declared("manylinux_2_28_x86_64", "3.12")
+    kernel = Unit(
+        "k",  # type: ignore[arg-type]
+        "1",
+        "locked",
+        Natives((), ()),
+        built=BuiltAgainst("2.11.0+cu130", "13.0", "k.toml"),
+    )
+
+    def installed(version: str) -> Unit:
+        return Unit("torch", version, "installed, outside the lock", None)  # type: ignore[arg-type]
+
+    assert check([kernel], for_target(target)).problems[0].message.endswith("has no torch")
+    assert check([kernel], for_target(target), None, installed("2.11.0+cu130")).problems == ()
+    other = check([kernel], for_target(target), None, installed("2.10.0+cu130")).problems
+    assert len(other) == 1 and "the lock has torch 2.10.0+cu130" in other[0].message
