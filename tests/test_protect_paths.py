@@ -296,7 +296,7 @@ def test_bundle_without_the_protected_build_says_so_and_its_refusal_leads_somewh
     # the bundle without it, on a machine without torch: refused, nothing changed
     fresh = new_venv()
     before = site_snapshot(fresh)
-    r = run_wh("install", "--bundle", out, "--python", fresh)
+    r = run_wh("install", "--bundle", out, "--allow-unsigned", "--python", fresh)
     assert r.returncode == 6, r.stdout + r.stderr
     assert f"protected torch {CUDA} is not installed" in r.stderr
     assert "install that exact build" in r.stderr and "carries no wheel of it" in r.stderr
@@ -309,6 +309,6 @@ def test_bundle_without_the_protected_build_says_so_and_its_refusal_leads_somewh
          str(fresh), str(cu)],
         check=True, capture_output=True,
     )  # fmt: skip
-    r = run_wh("install", "--bundle", out, "--python", fresh)
+    r = run_wh("install", "--bundle", out, "--allow-unsigned", "--python", fresh)
     assert r.returncode == 0, r.stdout + r.stderr
     assert torch_version(fresh) == CUDA
