@@ -328,13 +328,7 @@ class Http:
                 hint="the index or a proxy served a different file; run `wh fetch` again",
             )
         if path is not None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
-                tmp.write_bytes(data)
-                os.replace(tmp, path)
-            except OSError:
-                pass
+            _store(path, data)
         return data
 
     def ranged_metadata(self, url: str, sha256: str, what: str) -> bytes:
@@ -379,13 +373,7 @@ class Http:
                     hint="run `wh fetch` again; if it persists the index lacks this file",
                 )
         if path is not None:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
-                tmp.write_bytes(data)
-                os.replace(tmp, path)
-            except OSError:
-                pass
+            _store(path, data)
         return data
 
     def download(
@@ -596,3 +584,14 @@ def configured_index() -> str:
             if parser.has_option(section, "index-url"):
                 found = parser.get(section, "index-url").strip() or found
     return found or "https://pypi.org/simple/"
+
+
+def _store(path: Path, data: bytes) -> None:
+    """Write a cache file whole (a temporary name, then a rename); failing only costs speed."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass

@@ -281,11 +281,7 @@ def add_hashes(
         by_dir.setdefault(path.parent, []).append(path)
     for folder, files in by_dir.items():
         cfile = _cache_file(folder)
-        try:
-            data = json.loads(cfile.read_text(encoding="utf-8"))
-            entries = data["entries"] if data.get("version") == _CACHE_VERSION else None
-        except (OSError, ValueError, KeyError):
-            entries = None
+        entries = _cache_entries(cfile)
         if entries is None:
             continue
         for path in files:
@@ -300,6 +296,16 @@ def add_hashes(
     return tuple(replace(w, sha256=done[w.path][1]) if w.path in done else w for w in wheels)
 
 
+def _cache_entries(cfile: Path) -> dict[str, Any] | None:
+    """The entries of a folder's scan cache, or None when it is absent, unreadable or of
+    another format version."""
+    try:
+        data = json.loads(cfile.read_text(encoding="utf-8"))
+        return data["entries"] if data.get("version") == _CACHE_VERSION else None
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def remember_digests(digests: Mapping[Path, str]) -> None:
     """Store sha256 digests known another way (a download checked against its index) in
     the scan cache, for files whose entry describes them as they are now."""
@@ -308,11 +314,7 @@ def remember_digests(digests: Mapping[Path, str]) -> None:
         by_dir.setdefault(path.parent, []).append(path)
     for folder, files in by_dir.items():
         cfile = _cache_file(folder)
-        try:
-            data = json.loads(cfile.read_text(encoding="utf-8"))
-            entries = data["entries"] if data.get("version") == _CACHE_VERSION else None
-        except (OSError, ValueError, KeyError):
-            entries = None
+        entries = _cache_entries(cfile)
         if entries is None:
             continue
         for path in files:
