@@ -9,10 +9,9 @@ import venv
 from pathlib import Path
 
 import tomllib
-
-from installer.backend import choose
-from installer.environment import venv_python
-from installer.wheelwriter import write_wheel
+from wh.env.environment import venv_python
+from wh.install.backend import choose
+from wh.wheel.writer import write_wheel
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parent / "demo-out"

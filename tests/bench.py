@@ -84,11 +84,11 @@ RESOLVE_CHILD = r"""
 import sys, time
 from pathlib import Path
 t0 = time.perf_counter()
-from installer.wheelfile import WheelMeta, to_wheel
-from installer.target import declared
-from installer.resolve import resolve
+from wh.model.wheel import WheelMeta, to_wheel
+from wh.model.target import declared
+from wh.resolve.resolver import resolve
 from packaging.requirements import Requirement
-import installer
+import wh
 t_import = time.perf_counter() - t0
 names, versions = int(sys.argv[1]), int(sys.argv[2])
 def n(i):
@@ -118,7 +118,7 @@ t0 = time.perf_counter()
 res = resolve(wheels, target, [Requirement(n(0))])
 t_resolve = time.perf_counter() - t0
 print(f"{len(wheels)} {len(res.packages)} {t_build:.4f} {t_resolve:.4f} {t_import:.4f} "
-      f"{installer.__file__}")
+      f"{wh.__file__}")
 """
 
 # --- measurement ----------------------------------------------------------------------------
@@ -263,7 +263,7 @@ def synth_wheelhouse(root: Path, n: int, total_mb: int) -> Path:
     import base64
     import hashlib
 
-    from installer.wheelwriter import dist_info_name, metadata_text, wheel_filename
+    from wh.wheel.writer import dist_info_name, metadata_text, wheel_filename
 
     out = root / f"synth-{n}-{total_mb}mb"
     if (out / ".complete").exists():
@@ -373,7 +373,7 @@ class Bench:
         return self.work / f"{stem}-{self._n}"
 
     def wh(self, *argv: str | Path) -> list[str | Path]:
-        return [PY, "-m", "installer.cli", *argv]
+        return [PY, "-m", "wh.cli.main", *argv]
 
     def wh_env(self, cache: Path, **extra: str) -> dict[str, str]:
         env = dict(self.env, WH_CACHE_DIR=str(cache))
@@ -679,10 +679,10 @@ class Bench:
         return self._batches[lockfile]
 
     def modelled(self, lockfile: Path, files: list[Path]) -> str:
-        """installer.schedule's cost of the lock's levels and of wh's batches, as multiples
+        """wh.model.schedule's cost of the lock's levels and of wh's batches, as multiples
         of one call with every wheel (what the measured rows are to be compared with)."""
-        from installer.cores import usable_cores
-        from installer.schedule import batch_cost, total_cost, weight
+        from wh.model.schedule import batch_cost, total_cost, weight
+        from wh.proc.cores import usable_cores
 
         threads = usable_cores()  # what wh's uv backend balances for
         w: dict[str, float] = {}
@@ -832,18 +832,18 @@ class Bench:
         rep = self.report
         print("\n## start-up", flush=True)
         for argv in (["--help"], ["verify", "--help"]):
-            cmd = [PY, "-m", "installer.cli", *argv]
+            cmd = [PY, "-m", "wh.cli.main", *argv]
             runs = [run(cmd, env=self.env) for _ in range(self.args.repeat_warm)]
             rep.add("start-up", "wh " + " ".join(argv), runs)
-        r = run([PY, "-X", "importtime", "-c", "import installer.cli"], env=self.env)
+        r = run([PY, "-X", "importtime", "-c", "import wh.cli.main"], env=self.env)
         total = 0
         for line in r.out.splitlines():
             parts = line.split("|")
-            if len(parts) == 3 and parts[2].strip() == "installer.cli":
+            if len(parts) == 3 and parts[2].strip() == "wh.cli.main":
                 total = int(parts[1])
         rep.add(
             "start-up",
-            "python -X importtime: installer.cli cumulative",
+            "python -X importtime: wh.cli.main cumulative",
             [Run(total / 1e6, r.rss_mb, 0, "")],
         )
         rep.add(
@@ -870,7 +870,7 @@ def lock_levels(lockfile: Path) -> list[list[Path]]:
 
 def wh_uv_installs() -> int:
     """UV_CONCURRENT_INSTALLS as wh sets it for its uv (what the tuned rows run with)."""
-    from installer.backend import concurrent_installs
+    from wh.install.backend import concurrent_installs
 
     return concurrent_installs(os.environ)
 
@@ -958,7 +958,7 @@ def main(argv: list[str] | None = None) -> int:
     CWD[0] = scratch
     bench = Bench(a, scratch)
     desc = machine()
-    under_test = run([PY, "-c", "import installer; print(installer.__file__)"], env=bench.env)
+    under_test = run([PY, "-c", "import installer; print(wh.__file__)"], env=bench.env)
     desc += f"; wh under test: {Path(under_test.out.strip()).parent}"
     print(f"machine: {desc}", flush=True)
     try:

@@ -160,7 +160,7 @@ def fetch_section(bench: Bench) -> None:
 ONE_DOWNLOAD = r"""
 import sys, time
 from pathlib import Path
-from installer.indexclient import Http
+from wh.airgap.indexclient import Http
 http = Http(cache=Path(sys.argv[2]).parent / "http")
 t0 = time.perf_counter()
 http.download(sys.argv[1], Path(sys.argv[2]), sys.argv[3])

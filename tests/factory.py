@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from installer.wheelwriter import write_wheel
+from wh.wheel.writer import write_wheel
 
 
 def make_wheel(

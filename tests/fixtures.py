@@ -9,9 +9,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-
-from installer.backend import UvBackend, uv_binary
-from installer.environment import venv_python
+from wh.env.environment import venv_python
+from wh.install.backend import UvBackend, uv_binary
 
 WH = Path(sys.executable).with_name("wh")
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from installer.lock import _DIGEST_BLANK, _DIGEST_RE
-from installer.wheelwriter import metadata_text, record_hash
+from wh.model.lockfile import _DIGEST_BLANK, _DIGEST_RE
+from wh.wheel.writer import metadata_text, record_hash
 
 _EPOCH = (2020, 1, 1, 0, 0, 0)
 Member = tuple[str, bytes, int]  # archive name, data, unix mode (0o644, or S_IFLNK|0o777)

@@ -11,8 +11,8 @@ from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
+from wh.model.target import Target, declared
 
-from installer.target import Target, declared
 from tests.factory import make_wheel
 
 if sys.version_info >= (3, 11):

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from wh.install.reserved import why_reserved
 
-from installer.reserved import why_reserved
 from tests.envsnap import diff, make_venv, site_packages, snapshot, wh
 from tests.factory import make_wheel
 from tests.hostile import members, with_record, write_zip
@@ -236,7 +236,7 @@ def test_a_symlinked_folder_does_not_lead_a_journal_outside(env: Env, tmp_path: 
 def test_recover_refuses_while_a_writer_of_the_install_is_alive(env: Env, tmp_path: Path) -> None:
     """A journal naming a live writer (here a sleeping process standing in for an
     orphaned uv): `wh recover` waits, then exits 12; once it is gone, it rolls back."""
-    from installer.lifetime import identity
+    from wh.proc.lifetime import identity
 
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:

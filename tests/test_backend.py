@@ -6,10 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from wh.errors import UsageError
+from wh.install.backend import UvBackend, concurrent_installs
+from wh.proc.cores import usable_cores
 
-from installer.backend import UvBackend, concurrent_installs
-from installer.cores import usable_cores
-from installer.errors import UsageError
 from tests.factory import make_wheel
 from tests.fixtures import run_wh, site_snapshot
 

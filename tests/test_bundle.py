@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from packaging.requirements import Requirement
+from wh import __version__
+from wh.app.bundle import MANIFEST, extract, make_bundle, open_bundle, write_manifest
+from wh.app.hooks import Hooks, TargetSpec
+from wh.cli.main import cli
+from wh.errors import LockError
+from wh.model.profile import Checks, Profile
 
-from installer import __version__
-from installer.bundle import MANIFEST, extract, make_bundle, open_bundle, write_manifest
-from installer.cli import cli
-from installer.errors import LockError
-from installer.hooks import Hooks, TargetSpec
-from installer.profile import Checks, Profile
 from tests.factory import make_wheel
 
 PROFILE = Profile(

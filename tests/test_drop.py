@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from wh.cli.main import cli
+from wh.errors import ProfileError
+from wh.model.profile import Profile, load_profile
+from wh.model.target import declared
+from wh.resolve.resolver import resolve
+from wh.wheelhouse.scan import scan
 
-from installer.cli import cli
-from installer.errors import ProfileError
-from installer.profile import Profile, load_profile
-from installer.resolve import resolve
-from installer.scan import scan
-from installer.target import declared
 from tests.factory import make_wheel
 
 WIN = declared("win_amd64", "3.12")

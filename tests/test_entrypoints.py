@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from wh.install.backend import uv_binary
+from wh.install.entrypoints import as_pip, as_uv, script_names
+from wh.wheel.writer import write_wheel
 
-from installer.backend import uv_binary
-from installer.entrypoints import as_pip, as_uv, script_names
-from installer.wheelwriter import write_wheel
 from tests.envsnap import diff, make_venv, site_packages, snapshot, wh
 from tests.factory import make_wheel
 

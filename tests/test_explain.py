@@ -8,13 +8,13 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
+from wh.errors import ResolutionError
+from wh.model.candidates import CandidateIndex
+from wh.model.profile import Override
+from wh.model.target import declared
+from wh.resolve.resolver import resolve
+from wh.wheelhouse.scan import scan
 
-from installer.candidates import CandidateIndex
-from installer.errors import ResolutionError
-from installer.profile import Override
-from installer.resolve import resolve
-from installer.scan import scan
-from installer.target import declared
 from tests.factory import make_wheel
 from tests.scenarios import load, scenarios_root
 

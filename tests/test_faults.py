@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from wh.wheel.writer import write_wheel
 
-from installer.wheelwriter import write_wheel
 from tests.envsnap import WH, diff, make_venv, site_packages, snapshot, wh
 
 N = 5  # packages p1..p5, p(k) requires p(k-1): five install batches

@@ -19,15 +19,15 @@ import pytest
 from click.testing import CliRunner
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
+from wh.airgap.indexclient import parse_html_page, parse_json_page
+from wh.airgap.rangemeta import TAIL, metadata_from_ranges
+from wh.airgap.simpleindex import build_index, core_metadata
+from wh.app.fetch import fetch, parse_index_option
+from wh.cli.main import cli
+from wh.errors import ProfileError
+from wh.model.profile import Override, Profile
+from wh.model.target import declared
 
-from installer.cli import cli
-from installer.errors import ProfileError
-from installer.fetch import fetch, parse_index_option
-from installer.indexclient import parse_html_page, parse_json_page
-from installer.profile import Override, Profile
-from installer.rangemeta import TAIL, metadata_from_ranges
-from installer.simpleindex import build_index, core_metadata
-from installer.target import declared
 from tests.factory import make_wheel
 
 WIN = declared("win_amd64", "3.12")
@@ -254,7 +254,7 @@ def test_index_option_parsing() -> None:
 
 
 def test_profile_indexes_key(tmp_path: Path) -> None:
-    from installer.profile import load_profile
+    from wh.model.profile import load_profile
 
     cfg = tmp_path / "wh.toml"
     cfg.write_text(
@@ -288,7 +288,7 @@ REAL = [
 
 
 def _uv() -> str:
-    from installer.backend import uv_binary
+    from wh.install.backend import uv_binary
 
     return str(uv_binary())
 
@@ -477,7 +477,7 @@ def test_small_real_profile_fetched_locked_bundled_installed_offline(tmp_path: P
 def test_the_configured_index_is_read_as_pip_reads_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from installer.indexclient import configured_index
+    from wh.airgap.indexclient import configured_index
 
     cfg = tmp_path / "pip.conf"
     cfg.write_text("[global]\nindex-url = https://a.example/simple/\n")

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from wh.install.backend import uv_binary
 
-from installer.backend import uv_binary
 from tests.factory import make_wheel
 from tests.fixtures import make_venv, run_wh
 from tests.test_index import _NGINX_CONF, _free_port, _nginx
@@ -173,8 +173,8 @@ def test_download_resumes_a_partial_file_and_refuses_a_wrong_sha256(tmp_path: Pa
     request (only the rest travels); a file whose sha256 differs never enters the folder."""
     import hashlib
 
-    from installer.errors import WheelhouseError
-    from installer.indexclient import Http
+    from wh.airgap.indexclient import Http
+    from wh.errors import WheelhouseError
 
     root = tmp_path / "root"
     root.mkdir()
@@ -200,10 +200,10 @@ def test_a_fetch_with_nothing_new_reuses_its_resolution_until_refresh(tmp_path: 
     """Against nginx (no cache headers: pages are reused for PyPI's 600 s): the second fetch
     asks the index nothing; --refresh reads the pages again and sees a new release; a wheel
     of a consulted name that appears in the wheelhouse voids the remembered resolution."""
-    from installer.fetch import fetch
-    from installer.indexclient import Http
-    from installer.profile import Profile
-    from installer.target import declared
+    from wh.airgap.indexclient import Http
+    from wh.app.fetch import fetch
+    from wh.model.profile import Profile
+    from wh.model.target import declared
 
     win = declared("win_amd64", "3.12")
     root, house = tmp_path / "root", tmp_path / "house"

@@ -6,7 +6,8 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from installer.wheelwriter import write_wheel
+from wh.wheel.writer import write_wheel
+
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
 

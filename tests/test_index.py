@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from wh.airgap.simpleindex import build_index, core_metadata
+from wh.install.backend import uv_binary
 
-from installer.backend import uv_binary
-from installer.simpleindex import build_index, core_metadata
 from tests.factory import make_wheel
 
 

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from wh.env.environment import probe
+from wh.errors import WheelhouseError
+from wh.install import safeguard
+from wh.install.layout import Schemes, layout
+from wh.install.validate import installed_problems, problems
 
-from installer import safeguard
-from installer.environment import probe
-from installer.errors import WheelhouseError
-from installer.layout import Schemes, layout
-from installer.validate import installed_problems, problems
 from tests.factory import make_wheel
 from tests.hostile import CASES
 
@@ -100,7 +100,7 @@ def test_a_layout_keys_every_file_as_its_whole_path_would_be_keyed(tmp_path: Pat
     """``layout`` builds each file's comparison key from its base folder's key and its
     wheel path (no second normalisation of 60,000 paths): the overwrite check and the
     staging rounds must see exactly ``key`` of the full path, whatever scheme it lands in."""
-    from installer.layout import key
+    from wh.install.layout import key
 
     wheel = make_wheel(
         tmp_path / "w",
@@ -126,6 +126,6 @@ def test_a_layout_keys_every_file_as_its_whole_path_would_be_keyed(tmp_path: Pat
         assert t.cmp_key == key(t.text), t.rel
         assert ".." not in t.cmp_key
     # a Target made without a key gets the same one
-    from installer.layout import Target
+    from wh.install.layout import Target
 
     assert Target(site, "deep_pkg/__init__.py", "").cmp_key == key(site / "deep_pkg/__init__.py")

@@ -6,14 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from wh.env.environment import probe
+from wh.errors import WheelhouseError
+from wh.install import journal
+from wh.install.layout import Schemes, layout
+from wh.install.overwrite import clashes
+from wh.install.safeguard import preflight
+from wh.wheel.writer import write_wheel
 
-from installer import journal
-from installer.environment import probe
-from installer.errors import WheelhouseError
-from installer.layout import Schemes, layout
-from installer.overwrite import clashes
-from installer.safeguard import preflight
-from installer.wheelwriter import write_wheel
 from tests.envsnap import diff, make_venv, site_packages, snapshot, wh
 
 
@@ -174,7 +174,7 @@ def test_keyboard_interrupt_inside_a_transaction_rolls_back(venv: Path, tmp_path
 
 def test_begin_refuses_when_a_journal_exists(venv: Path, tmp_path: Path) -> None:
     (venv / ".wh-journal").mkdir()
-    from installer.errors import InstallError
+    from wh.errors import InstallError
 
     with pytest.raises(InstallError, match="unfinished install journal") as err:
         _begin(venv, tmp_path)

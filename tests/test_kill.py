@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from wh.proc import lifetime
+from wh.wheel.writer import write_wheel
 
-from installer import lifetime
-from installer.wheelwriter import write_wheel
 from tests.envsnap import WH, diff, make_venv, snapshot, wh
 
 N = 5  # packages k1..k5, k(i) requires k(i-1): five install batches

@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
-
-from installer import lifetime
+from wh.proc import lifetime
 
 # a parent that runs `sleep 60` through proc.run, with writers watched or not
 PARENT = textwrap.dedent(
     """
     import sys
-    from installer import lifetime, proc
+    from wh.proc import lifetime
+    from wh.proc import spawn as proc
     def tell(who):
         print(who.pid, flush=True)
     if sys.argv[1] == "watched":
@@ -165,7 +165,8 @@ SPAWNER = (
 GRANDPARENT = textwrap.dedent(
     """
     import sys
-    from installer import lifetime, proc
+    from wh.proc import lifetime
+    from wh.proc import spawn as proc
     def tell(who):
         print(who.pid, who.started, int(who.group), flush=True)
     with lifetime.writers(tell):

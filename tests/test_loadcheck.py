@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 import tomllib
+from wh.app.loadcheck import BuiltAgainst, Unit, check, cuda_major
+from wh.env.platformlibs import for_target
+from wh.install.backend import uv_binary
+from wh.model.target import declared
+from wh.wheel.natives import Binary, Natives, read_member, wheel_natives
 
-from installer.backend import uv_binary
-from installer.loadcheck import BuiltAgainst, Unit, check, cuda_major
-from installer.natives import Binary, Natives, read_member, wheel_natives
-from installer.platformlibs import for_target
-from installer.target import declared
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
 
@@ -542,7 +542,7 @@ def test_members_stream_whole_to_their_last_byte(tmp_path: Path) -> None:
     import os
     import zipfile
 
-    from installer.natives import wheel_members
+    from wh.wheel.natives import wheel_members
 
     data = os.urandom(3 << 20) + b"\x00" * (5 << 20)  # incompressible, then compressible
     w = make_wheel(tmp_path, "x", "1", files={"x/a.so": data, "x/b.so": data})
@@ -559,7 +559,7 @@ def test_wh_build_records_the_torch_it_built_against(
 ) -> None:
     """The build record's torch: version with its local label, and its CUDA, read from the
     build interpreter's metadata and torch/version.py (torch is not imported)."""
-    from installer.build.runner import build_torch
+    from wh.kernels.runner import build_torch
 
     site = tmp_path / "site"
     di = site / "torch-2.9.1+cu130.dist-info"

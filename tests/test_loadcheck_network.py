@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 import tomllib
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from wh.model.target import declared
+from wh.wheel.natives import is_library_name
 
-from installer.natives import is_library_name
-from installer.target import declared
 from tests.fixtures import run_wh
 
 pytestmark = pytest.mark.network
@@ -54,7 +54,7 @@ def _get(url: str, start: int | None = None, end: int | None = None) -> bytes:
 
 def _pins(tmp_path: Path) -> list[tuple[str, str]]:
     """The stack as uv resolves it for the target, from the index's metadata only."""
-    from installer.backend import uv_binary
+    from wh.install.backend import uv_binary
 
     uv = uv_binary()
     assert uv is not None

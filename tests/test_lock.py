@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import tomllib
 from packaging.pylock import Pylock
+from wh.errors import LockError
+from wh.install.backend import uv_binary
+from wh.model import lockfile as lockmod
 
-from installer import lock as lockmod
-from installer.backend import uv_binary
-from installer.errors import LockError
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
 

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
+from wh.errors import ProcessError
+from wh.install.backend import uv_binary
+from wh.proc import spawn as proc
 
-from installer import proc
-from installer.backend import uv_binary
-from installer.errors import ProcessError
 from tests.envsnap import make_venv, wh
 from tests.factory import make_wheel
 

@@ -1,5 +1,5 @@
 """No flag silently ignored: every option of every command (found by click introspection of
-installer/cli.py) either changes what the command does or is refused with why.
+installer/wh/cli/main.py) either changes what the command does or is refused with why.
 
 Each (command, option) has one row. ``Diff`` runs the command twice on the same inputs, once
 without and once with the option, and asserts that what it did differs (exit code, output,
@@ -24,12 +24,12 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from wh import __version__
+from wh.airgap.simpleindex import build_index
+from wh.cli.flags import Rule
+from wh.cli.main import cli
+from wh.env.environment import venv_python
 
-from installer import __version__
-from installer.cli import cli
-from installer.cli_flags import Rule
-from installer.environment import venv_python
-from installer.simpleindex import build_index
 from tests.envsnap import WH
 from tests.factory import make_wheel
 from tests.fixtures import make_venv
@@ -418,7 +418,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     q = make_venv(root / "q")
     f = make_venv(root / "f", [cu])
     make_venv(root / "r", [cu])  # installed into by the one row that really installs
-    recipe = (REPO / "installer/build/recipes/sgl-kernel.toml").read_text()
+    recipe = (REPO / "installer/wh/kernels/recipes/sgl-kernel.toml").read_text()
     no_gencodes = recipe
     for op in ('switch = "SGL_KERNEL_ENABLE_SM100A"\n', 'op = "gencodes"\n'):
         start = no_gencodes.rindex("[[operations]]", 0, no_gencodes.index(op))
@@ -702,7 +702,7 @@ def test_option_is_refused_with_why(
 
 
 def _rules(command: str) -> tuple[Rule, ...]:
-    from installer import cli_flags
+    from wh.cli import flags as cli_flags
 
     table = {
         "install": cli_flags.INSTALL,

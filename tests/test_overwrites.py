@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from wh import __version__
 
-from installer import __version__
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
 

@@ -122,9 +122,8 @@ def test_a_case_or_unicode_variant_of_another_distributions_file_is_refused_wher
     """On macOS ``Util.py`` and ``util.py`` (or NFC and NFD spellings) are one file:
     modelled on Linux by turning on the folding that filesystem does."""
     from click.testing import CliRunner
-
-    from installer import overwrite
-    from installer.cli import cli
+    from wh.cli.main import cli
+    from wh.install import overwrite
 
     venv, _site = _venv(tmp_path)
     house = tmp_path / "house"
@@ -195,9 +194,9 @@ def test_on_windows_case_variants_clash_and_nfc_nfd_spellings_do_not(
     NFD spellings apart, so those are two files and no clash."""
     import os
 
-    from installer import overwrite
-    from installer.environment import probe
-    from installer.layout import Schemes, layout
+    from wh.env.environment import probe
+    from wh.install import overwrite
+    from wh.install.layout import Schemes, layout
 
     monkeypatch.setattr(overwrite, "FOLD_NAMES", overwrite.folds_names("win32"))
     venv, _site = _venv(tmp_path)

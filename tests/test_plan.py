@@ -6,10 +6,9 @@ from pathlib import Path
 
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
-
-from installer.environment import InstalledDist
-from installer.lock import Lock, LockedPackage
-from installer.plan import balanced, make_plan
+from wh.model.installed import InstalledDist
+from wh.model.lockfile import Lock, LockedPackage
+from wh.model.plan import balanced, make_plan
 
 
 def pkg(name: str, version: str, *deps: str) -> LockedPackage:

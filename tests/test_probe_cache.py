@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from wh.env import environment
+from wh.env.environment import probe
+from wh.install.backend import UvBackend, uv_binary
 
-from installer import environment
-from installer.backend import UvBackend, uv_binary
-from installer.environment import probe
 from tests.factory import make_wheel
 
 

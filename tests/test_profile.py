@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from installer.errors import ProfileError
-from installer.profile import load_profile
+from wh.errors import ProfileError
+from wh.model.profile import load_profile
 
 
 def test_builtin_unlimited_ocr() -> None:

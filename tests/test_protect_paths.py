@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
+from wh import __version__
+from wh.app.bundle import make_bundle
+from wh.app.hooks import Hooks, TargetSpec
+from wh.install.backend import uv_binary
+from wh.model.profile import Profile, Protection
 
-from installer import __version__
-from installer.backend import uv_binary
-from installer.bundle import make_bundle
-from installer.hooks import Hooks, TargetSpec
-from installer.profile import Profile, Protection
 from tests.factory import make_wheel
 from tests.fixtures import run_wh, site_snapshot
 

@@ -10,15 +10,16 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+from wh.errors import ResolutionError
+from wh.model.candidates import Pinned
+from wh.model.overrides import Applied
+from wh.model.profile import Override
+from wh.model.resolution import Resolution
+from wh.model.target import Target, declared
+from wh.model.wheel import Wheel
+from wh.resolve.resolver import install_levels, resolve
+from wh.wheelhouse.scan import scan
 
-from installer.candidates import Pinned
-from installer.errors import ResolutionError
-from installer.overrides import Applied
-from installer.profile import Override
-from installer.resolve import Resolution, install_levels, resolve
-from installer.scan import scan
-from installer.target import Target, declared
-from installer.wheelfile import Wheel
 from tests.factory import make_wheel
 
 LINUX = declared("manylinux_2_28_x86_64", "3.12")

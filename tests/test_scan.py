@@ -7,11 +7,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from wh.errors import WheelhouseError
+from wh.wheel.writer import write_wheel
+from wh.wheelhouse import scan as scan_module
+from wh.wheelhouse.scan import scan
 
-from installer import scan as scan_module
-from installer.errors import WheelhouseError
-from installer.scan import scan
-from installer.wheelwriter import write_wheel
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
 
@@ -112,8 +112,8 @@ def test_cli_scan_lists_wheels_and_exclusions(tmp_path: Path) -> None:
 
 def test_metadata_only_scan_then_hash_just_what_is_needed(tmp_path: Path) -> None:
     """`wh lock` reads every wheel's metadata but hashes only the wheels it locks."""
-    from installer.hashing import sha256_file
-    from installer.scan import add_hashes
+    from wh.hashing import sha256_file
+    from wh.wheelhouse.scan import add_hashes
 
     a = make_wheel(tmp_path, "a", "1.0")
     make_wheel(tmp_path, "b", "1.0")

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from wh.errors import ResolutionError
+from wh.model.wheel import Wheel
+from wh.resolve.resolver import resolve
+from wh.wheelhouse.scan import scan
 
-from installer.errors import ResolutionError
-from installer.resolve import resolve
-from installer.scan import scan
-from installer.wheelfile import Wheel
 from tests.scenarios import Scenario, divergences, load_all, normalized, scenarios_root
 
 ROOT = scenarios_root()

@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from installer.schedule import balance, batch_cost, order_graph, total_cost, weight
+from wh.model.schedule import balance, batch_cost, order_graph, total_cost, weight
 
 GB = 1e9
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from wh.airgap import signing
+from wh.app.bundle import MANIFEST, extract, write_manifest
+from wh.cli.main import cli
 
-from installer import signing
-from installer.bundle import MANIFEST, extract, write_manifest
-from installer.cli import cli
 from tests.envsnap import diff, snapshot
 from tests.hostile import redigest
 from tests.test_bundle import _bundle, _has, _venv
@@ -176,7 +176,7 @@ def test_keygen_never_overwrites_and_trust_needs_a_bundle(tmp_path: Path) -> Non
 
 
 def test_an_unusable_signing_key_is_refused_before_any_work(tmp_path: Path) -> None:
-    from installer.errors import ProfileError
+    from wh.errors import ProfileError
 
     junk = tmp_path / "junk"
     junk.write_text("not a key\n")

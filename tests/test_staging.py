@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from packaging.utils import canonicalize_name
+from wh.env.environment import Environment
+from wh.install.layout import Schemes, Target, WheelLayout
+from wh.install.staging import Early, Mover, _Folders, can_stage, rounds
+from wh.wheel.writer import write_wheel
 
-from installer.environment import Environment
-from installer.layout import Schemes, Target, WheelLayout
-from installer.staging import Early, Mover, _Folders, can_stage, rounds
-from installer.wheelwriter import write_wheel
 from tests.envsnap import make_venv, site_packages, wh
 
 
@@ -138,9 +138,10 @@ def test_staged_install_places_shared_overwritten_and_generated_files(tmp_path: 
 def test_a_staged_check_passes_sound_files_and_only_reports_the_rest(tmp_path: Path) -> None:
     """``Checker.submit_staged`` answers True/False and never raises: a False wheel is
     checked again once moved, and that check decides."""
-    from installer import safeguard
-    from installer.environment import probe
-    from installer.layout import layout
+    from wh.env.environment import probe
+    from wh.install import safeguard
+    from wh.install.layout import layout
+
     from tests.factory import make_wheel
     from tests.fixtures import make_venv as venv_with
 
@@ -188,9 +189,10 @@ def test_uv_marks_a_staged_wheel_written_with_its_installer_file(tmp_path: Path)
     """The early check waits for the file ``Mover.written`` names. Real uv writes it (its
     INSTALLER, after every file of the wheel); a wheel that ships its own INSTALLER has
     no such mark and is left to the check in place."""
-    from installer.backend import UvBackend, choose
-    from installer.environment import probe, venv_python
-    from installer.layout import layout
+    from wh.env.environment import probe, venv_python
+    from wh.install.backend import UvBackend, choose
+    from wh.install.layout import layout
+
     from tests.factory import make_wheel
 
     plain = make_wheel(tmp_path / "w", "plain", "1.0", files={"plain/__init__.py": b"P = 1\n"})
@@ -221,8 +223,9 @@ def test_uv_marks_a_staged_wheel_written_with_its_installer_file(tmp_path: Path)
 def _staged_by_hand(tmp_path: Path, big: bytes) -> tuple[Environment, WheelLayout, Mover, Path]:
     """A venv, a wheel with one big file and a small one, and a Mover over an empty
     stage; the staging of the files is left to the test (standing in for uv)."""
-    from installer.environment import probe, venv_python
-    from installer.layout import layout
+    from wh.env.environment import probe, venv_python
+    from wh.install.layout import layout
+
     from tests.factory import make_wheel
 
     wheel = make_wheel(
@@ -251,7 +254,8 @@ def test_early_checks_a_big_file_once_it_has_its_size_and_the_rest_once_marked(
     passes (and is remembered) only when every part passed."""
     import hashlib
 
-    from installer import safeguard, verified
+    from wh.cache import verified
+    from wh.install import safeguard
 
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
     big = (bytes(range(256)) * (size // 256 + 1))[:size]  # 2 MiB, or 100 KiB
@@ -289,7 +293,7 @@ def test_a_big_file_hashed_too_soon_leaves_the_wheel_to_the_check_in_place(
     """A staged file with its RECORD size but other bytes (a writer that sizes the file
     first) fails only the early part: the wheel is not passed, the files that matched are
     reported so the check in place skips them, and nothing is remembered."""
-    from installer import safeguard
+    from wh.install import safeguard
 
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
     big = bytes(range(256)) * 8192

@@ -9,10 +9,9 @@ import pytest
 from packaging.markers import Marker
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag, parse_tag
-
-from installer.environment import probe
-from installer.errors import TargetError
-from installer.target import declared
+from wh.env.environment import probe
+from wh.errors import TargetError
+from wh.model.target import declared
 
 
 def fits(target_platform: str, py: str, tag: str) -> bool:

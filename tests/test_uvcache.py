@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from packaging.utils import canonicalize_name
+from wh.errors import WheelhouseError
+from wh.install.backend import UvBackend, uv_binary
+from wh.install.layout import Schemes, WheelLayout, layout
+from wh.install.uvcache import Wheel, cache_dir, cached_releases, choose, release
+from wh.install.validate import Hashed, installed_problems, remember_unpacked
+from wh.wheel.writer import write_wheel
 
-from installer.backend import UvBackend, uv_binary
-from installer.errors import WheelhouseError
-from installer.layout import Schemes, WheelLayout, layout
-from installer.uvcache import Wheel, cache_dir, cached_releases, choose, release
-from installer.validate import Hashed, installed_problems, remember_unpacked
-from installer.wheelwriter import write_wheel
 from tests.envsnap import make_venv, site_packages, wh
 from tests.factory import make_wheel
 
@@ -255,9 +255,9 @@ def test_an_unpacked_file_that_lies_about_its_record_is_not_recorded(tmp_path: P
 def test_each_archive_is_hashed_once_uv_has_renamed_it_into_place(tmp_path: Path) -> None:
     """``Unpacked`` finds a wheel's archive by its .dist-info folder, skips uv's temporary
     folders, queues the archive once, and hands it back for removal when hashed."""
-    from installer.environment import probe, venv_python
-    from installer.safeguard import Checker
-    from installer.staging import Unpacked
+    from wh.env.environment import probe, venv_python
+    from wh.install.safeguard import Checker
+    from wh.install.staging import Unpacked
 
     env = probe(venv_python(make_venv(tmp_path / "venv")))
     wheel = make_wheel(tmp_path / "w", "pkg", "1.0", files={"pkg/data.bin": b"A" * 5000})

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from wh.errors import WheelhouseError
+from wh.install.validate import Limits, ambiguous, check_wheels, problems, unsafe_path
+from wh.model.wheel import to_wheel
+from wh.wheel.wheelfile import read_meta
 
-from installer.errors import WheelhouseError
-from installer.validate import Limits, ambiguous, check_wheels, problems, unsafe_path
-from installer.wheelfile import read_meta, to_wheel
 from tests.factory import make_wheel
 from tests.hostile import CASES
 
@@ -28,7 +29,7 @@ def test_hostile_wheel_is_refused(tmp_path: Path, case: str) -> None:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_scan_acceptance_is_as_documented(tmp_path: Path, case: str) -> None:
     """Cases the scan lets through are the ones only validation stops."""
-    from installer.wheelfile import WheelProblem
+    from wh.model.wheel import WheelProblem
 
     wheel = CASES[case].make(tmp_path)
     try:
@@ -91,7 +92,7 @@ def test_same_identity_in_two_files_is_ambiguous(tmp_path: Path) -> None:
     rebuilt = make_wheel(tmp_path / "y", "dup", "1.0", build="1", files={"dup/x.py": b""})
 
     def wheel(p: Path) -> object:
-        from installer.hashing import sha256_file
+        from wh.hashing import sha256_file
 
         return to_wheel(p, read_meta(p), p.stat().st_size, sha256_file(p))
 
@@ -120,7 +121,7 @@ def test_one_read_of_the_directory_finds_what_zipfile_finds(tmp_path: Path, case
 def test_the_index_and_its_reader_match_zipfile(tmp_path: Path) -> None:
     import zipfile
 
-    from installer.validate import checked_index
+    from wh.install.validate import checked_index
 
     wheel = make_wheel(tmp_path, "good", "1.0", files={"good/__init__.py": b"", "good/a.py": b"x"})
     index, found = checked_index(wheel)
@@ -143,7 +144,7 @@ def test_record_rows_read_as_csv_does() -> None:
     import io
     import random
 
-    from installer.wheelfile import record_rows
+    from wh.wheel.wheelfile import record_rows
 
     texts = [
         "a.py,sha256=x,3\nb/c.py,sha256=y,4\nd.dist-info/RECORD,,\n",
@@ -175,7 +176,7 @@ def test_the_whole_list_test_misses_no_unsafe_path() -> None:
     ``unsafe_path`` finds, for paths built from the characters that matter."""
     import random
 
-    from installer.validate import unsafe_paths
+    from wh.install.validate import unsafe_paths
 
     rng = random.Random(11)
     parts = ["a", "b.py", ".", "..", "", ".x", "x.", "c:", "C:", "\\", "\x00", "\x7f", "\n", "é"]

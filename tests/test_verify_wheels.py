@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from wh.app.hooks import Hooks, TargetSpec
+from wh.app.workflow import do_lock, verify_wheels
+from wh.errors import LockError
+from wh.model import lockfile as lockmod
+from wh.model.profile import Profile
 
-from installer import lock as lockmod
-from installer.errors import LockError
-from installer.hooks import Hooks, TargetSpec
-from installer.profile import Profile
-from installer.workflow import do_lock, verify_wheels
 from tests.factory import make_wheel
 
 SPEC = TargetSpec(platform="manylinux_2_17_x86_64", python_version="3.12")

@@ -10,9 +10,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from wh.model.wheel import WheelProblem
+from wh.wheel.wheelfile import _fast_zip, _headers_only, read_meta
+from wh.wheel.writer import write_wheel
 
-from installer.wheelfile import WheelProblem, _fast_zip, _headers_only, read_meta
-from installer.wheelwriter import write_wheel
 from tests.factory import make_wheel
 
 META = "pkg-1.0.dist-info/METADATA"
@@ -116,7 +117,7 @@ def test_wheel_writer_output_reads_the_same(tmp_path: Path) -> None:
 
 
 def test_the_index_reads_members_as_zipfile_does_on_both_paths(tmp_path: Path) -> None:
-    from installer.wheelfile import zip_index
+    from wh.wheel.wheelfile import zip_index
 
     plain = _zip(tmp_path / "pkg-1.0-py3-none-any.whl", _members())
     # a non-ASCII member name: the fast reader steps aside and zipfile answers
@@ -132,7 +133,7 @@ def test_the_index_reads_members_as_zipfile_does_on_both_paths(tmp_path: Path) -
 
 
 def test_the_index_gives_zipfiles_rows_on_the_fast_and_the_fallback_path(tmp_path: Path) -> None:
-    from installer.wheelfile import zip_index
+    from wh.wheel.wheelfile import zip_index
 
     plain = _zip(tmp_path / "plain.whl", _members(), compression=zipfile.ZIP_DEFLATED)
     with zipfile.ZipFile(plain, "a") as zf:
@@ -185,7 +186,7 @@ def test_a_metadata_bomb_is_refused_before_it_is_inflated(
     with pytest.raises(WheelProblem, match=re.escape(expect)) as info:
         read_meta(wheel)
     assert "pkg-1.0.dist-info/METADATA" in str(info.value)
-    from installer.wheelfile import read_bounded
+    from wh.wheel.wheelfile import read_bounded
 
     with zipfile.ZipFile(wheel) as zf, pytest.raises(WheelProblem, match=re.escape(expect)):
         read_bounded(zf, META)
@@ -229,7 +230,7 @@ def test_reading_a_metadata_bomb_stays_small(tmp_path: Path) -> None:
     house.mkdir()
     _bomb_metadata(house / "pkg-1.0-py3-none-any.whl", 80 << 20)
     code = (
-        "import sys; from pathlib import Path; from installer.scan import scan; "
+        "import sys; from pathlib import Path; from wh.wheelhouse.scan import scan; "
         "r = scan(Path(sys.argv[1]), hashes=False); assert not r.wheels and r.problems; "
         "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
     )

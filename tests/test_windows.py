@@ -18,14 +18,18 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from packaging.requirements import Requirement
+from wh import __version__
+from wh.app.bundle import extract, make_bundle
+from wh.app.hooks import Hooks, TargetSpec
+from wh.cache import stamps
+from wh.cli.main import cli
+from wh.errors import LockError, WheelhouseError
+from wh.install import backend
+from wh.model.lockfile import lock_relative
+from wh.model.profile import Profile
+from wh.proc import fsretry, win32
+from wh.wheel import portable
 
-from installer import __version__, backend, fsretry, portable, stamps, win32
-from installer.bundle import extract, make_bundle
-from installer.cli import cli
-from installer.errors import LockError, WheelhouseError
-from installer.hooks import Hooks, TargetSpec
-from installer.lock import lock_relative
-from installer.profile import Profile
 from tests.envsnap import diff, make_venv, site_packages, snapshot
 from tests.factory import make_wheel
 
@@ -317,7 +321,7 @@ def test_a_posix_permission_error_changes_no_mode(
 def test_a_staged_move_survives_a_sharing_violation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from installer.staging import _move_file
+    from wh.install.staging import _move_file
 
     src, dest = tmp_path / "stage" / "f.py", tmp_path / "env" / "f.py"
     src.parent.mkdir()
@@ -531,7 +535,8 @@ def test_bootstrap_scripts_use_the_bundles_target_python(tmp_path: Path) -> None
     """``py -3`` is the newest Python, which the lock then refuses: install.ps1 asks the
     launcher for the lock's version (python-version= in bundle.txt). PowerShell is not run
     here: the script's text is checked, and install.sh is run for real in test_bundle."""
-    from installer.bundle import INFO
+    from wh.app.bundle import INFO
+
     from tests.test_bundle import _bundle
 
     out = _bundle(tmp_path)
@@ -551,7 +556,7 @@ def test_bootstrap_scripts_use_the_bundles_target_python(tmp_path: Path) -> None
 
 def test_one_wheel_with_nfc_and_nfd_spellings_of_a_name_is_refused(tmp_path: Path) -> None:
     """Two members macOS (and Windows tools that normalise) store as one file."""
-    from installer.validate import problems
+    from wh.install.validate import problems
 
     wheel = make_wheel(
         tmp_path, "uni", "1.0", files={"uni/caf\u00e9.py": b"1", "uni/cafe\u0301.py": b"2"}
@@ -591,7 +596,7 @@ def test_installing_on_windows_refuses_names_it_cannot_create(
 ) -> None:
     """Validation on Windows (modelled: ``validate.ON_WINDOWS``) refuses what the bundle
     check refuses; elsewhere such a wheel is sound."""
-    from installer import validate
+    from wh.install import validate
 
     wheel = make_wheel(tmp_path, "winpkg", "1.0", files={member: b"", "winpkg/__init__.py": b""})
     assert validate.problems(wheel, contents=False) == []

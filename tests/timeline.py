@@ -36,28 +36,28 @@ CALLS: Counter[str] = Counter()
 
 # (module, function): wall time of each call, on the main thread's timeline
 STEPS = [
-    ("installer.lock", "read"),
-    ("installer.environment", "probe"),
-    ("installer.workflow", "lock_fits"),
-    ("installer.workflow", "verify_wheels"),
-    ("installer.workflow", "verify_env"),
-    ("installer.plan", "make_plan"),
-    ("installer.plan", "balanced"),
-    ("installer.safeguard", "preflight"),
-    ("installer.staging", "superseded"),
-    ("installer.staging", "rounds"),
-    ("installer.staging", "_stage"),
-    ("installer.staging", "_drop_cache"),
+    ("wh.model.lockfile", "read"),
+    ("wh.env.environment", "probe"),
+    ("wh.app.workflow", "lock_fits"),
+    ("wh.app.workflow", "verify_wheels"),
+    ("wh.app.workflow", "verify_env"),
+    ("wh.model.plan", "make_plan"),
+    ("wh.model.plan", "balanced"),
+    ("wh.install.safeguard", "preflight"),
+    ("wh.install.staging", "superseded"),
+    ("wh.install.staging", "rounds"),
+    ("wh.install.staging", "_stage"),
+    ("wh.install.staging", "_drop_cache"),
 ]
 # (module, class or None, function): CPU time of each call, on whichever thread runs it
 COUNTED = [
-    ("installer.hashing", None, "fd_digest"),
-    ("installer.validate", None, "installed_problems"),
-    ("installer.validate", None, "remember_unpacked"),
-    ("installer.staging", "Early", "poll"),
-    ("installer.staging", "Unpacked", "poll"),
-    ("installer.safeguard", "Checker", "_staged"),
-    ("installer.verified", None, "remember"),
+    ("wh.hashing", None, "fd_digest"),
+    ("wh.install.validate", None, "installed_problems"),
+    ("wh.install.validate", None, "remember_unpacked"),
+    ("wh.install.staging", "Early", "poll"),
+    ("wh.install.staging", "Unpacked", "poll"),
+    ("wh.install.safeguard", "Checker", "_staged"),
+    ("wh.cache.verified", None, "remember"),
 ]
 
 
@@ -66,9 +66,9 @@ def _say(line: str) -> None:
 
 
 def _replace_everywhere(old: object, new: object) -> None:
-    """Rebind ``old`` in every installer module that holds it (``from x import f`` too)."""
+    """Rebind ``old`` in every wh module that holds it (``from x import f`` too)."""
     for name, mod in list(sys.modules.items()):
-        if name == "installer" or name.startswith("installer."):
+        if name == "wh" or name.startswith("wh."):
             for attr, value in list(vars(mod).items()):
                 if value is old:
                     setattr(mod, attr, new)
@@ -124,10 +124,10 @@ def _transaction(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Iterator[
 
 def install_wrappers() -> None:
     # the modules the command uses, loaded now so that every name bound to a step is seen
-    for module in ("installer.cli", "installer.workflow", "installer.validate"):
+    for module in ("wh.cli.main", "wh.app.workflow", "wh.install.validate"):
         importlib.import_module(module)
-    import installer.safeguard as safeguard
-    import installer.staging as staging
+    import wh.install.safeguard as safeguard
+    import wh.install.staging as staging
 
     for module, cls, name in COUNTED:
         mod = importlib.import_module(module)
@@ -160,7 +160,7 @@ class _BackendReached(Exception):
 
 
 def stop_before_backend() -> None:
-    import installer.backend as backend
+    import wh.install.backend as backend
 
     def stop(cmd: list[str], what: str, env: Any) -> None:
         own = resource.getrusage(resource.RUSAGE_SELF)
@@ -181,7 +181,7 @@ def main() -> None:
     if before:
         args.remove("--before-backend")
         stop_before_backend()
-    from installer.cli import cli
+    from wh.cli.main import cli
 
     try:
         cli(args=args, prog_name="wh")

@@ -9,21 +9,20 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from packaging.specifiers import SpecifierSet
-
-from installer.build import read_build_record
-from installer.build.archcheck import (
+from wh.cli.build import build
+from wh.errors import BuildError
+from wh.kernels import read_build_record
+from wh.kernels.archcheck import (
     ArchReport,
     arch_problems,
     cmake_architectures,
     parse_listing,
 )
-from installer.build.cli import build
-from installer.build.envblock import block_size, dedupe_path, fit
-from installer.build.gcc import parse_nvcc_version
-from installer.build.provenance import write_build_record
-from installer.build.runner import cached_generator, ensure_build_dir
-from installer.build.toolchain import require_cuda
-from installer.errors import BuildError
+from wh.kernels.envblock import block_size, dedupe_path, fit
+from wh.kernels.gcc import parse_nvcc_version
+from wh.kernels.provenance import write_build_record
+from wh.kernels.runner import cached_generator, ensure_build_dir
+from wh.kernels.toolchain import require_cuda
 
 FIX = Path(__file__).parent / "fixtures"
 KERNEL = Path(__file__).parents[1] / "kernel" / "whdemo-kernel"
@@ -136,9 +135,9 @@ def test_check_finds_op_whose_source_windows_excludes(tmp_path: Path) -> None:
     recipe = tmp_path / "r.toml"
     text = (KERNEL / "whdemo.toml").read_text()
     recipe.write_text(text[: text.index("[[patches]]", text.index("[[patches]]") + 1)])
-    from installer.build.conditions import LINUX_GCC, WINDOWS_MSVC
-    from installer.build.recipe import load_recipe, resolve
-    from installer.build.runner import Report, check_plan
+    from wh.kernels.conditions import LINUX_GCC, WINDOWS_MSVC
+    from wh.kernels.recipe import load_recipe, resolve
+    from wh.kernels.runner import Report, check_plan
 
     eff = resolve(load_recipe(str(recipe)), {})
     report = Report("r", {}, ["86"], {})
@@ -170,7 +169,8 @@ def test_unknown_recipe_and_variant_are_build_errors() -> None:
 def test_import_check_environments(tmp_path: Path) -> None:
     """An extension that imports a build-environment package (as sgl_kernel imports torch)
     fails the isolated check and passes the 'build' one; a broken module fails both."""
-    from installer.build.runner import import_check
+    from wh.kernels.runner import import_check
+
     from tests.factory import make_wheel
 
     needs_click = make_wheel(

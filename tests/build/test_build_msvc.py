@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-
-from installer.build.msvc import (
+from wh.errors import BuildError
+from wh.kernels.msvc import (
     build_environment,
     choose_cuda,
     cuda_installs,
@@ -16,7 +16,6 @@ from installer.build.msvc import (
     parse_set_output,
     parse_vswhere,
 )
-from installer.errors import BuildError
 
 FIX = Path(__file__).parent / "fixtures"
 BEFORE = parse_set_output((FIX / "set-before.txt").read_text())

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from installer.build.cmakeeval import configure
-from installer.build.cmakeparse import parse
-from installer.build.conditions import LINUX_GCC, WINDOWS_MSVC
-from installer.build.operations import (
+from wh.errors import BuildError
+from wh.kernels.cmakeeval import configure
+from wh.kernels.cmakeparse import parse
+from wh.kernels.conditions import LINUX_GCC, WINDOWS_MSVC
+from wh.kernels.operations import (
     AddCondition,
     ExcludeSource,
     Gencodes,
@@ -16,8 +16,7 @@ from installer.build.operations import (
     from_table,
     gencode_flag,
 )
-from installer.build.opresult import Result, Status
-from installer.errors import BuildError
+from wh.kernels.opresult import Result, Status
 
 WIN = {**WINDOWS_MSVC.cmake_vars, "CUDA_VERSION": "12.8"}
 LIN = {**LINUX_GCC.cmake_vars, "CUDA_VERSION": "12.8"}
@@ -217,7 +216,7 @@ def test_optional_under_switch_is_absent_only_when_none_of_it_is_there() -> None
 
 
 def test_autotrigger_found_where_its_branch_sets_the_switch_late() -> None:
-    from installer.build.autotrigger import find_autotriggers
+    from wh.kernels.autotrigger import find_autotriggers
 
     text = (
         'if(${CUDA_VERSION} VERSION_GREATER_EQUAL "13.0")\n'

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from installer.build.patches import Patch, Status, apply_patches, plan_patch
-from installer.errors import BuildError
+from wh.errors import BuildError
+from wh.kernels.patches import Patch, Status, apply_patches, plan_patch
 
 CMAKE = (
     "if(${CUDA_VERSION} VERSION_GREATER_EQUAL 12.8 OR SGL_KERNEL_ENABLE_SM100A)\n  x()\nendif()\n"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from installer.build.conditions import LINUX_GCC, WINDOWS_MSVC, eval_cmake, eval_cpp
-from installer.build.registration import cmake_sources, registrations
+from wh.kernels.conditions import LINUX_GCC, WINDOWS_MSVC, eval_cmake, eval_cpp
+from wh.kernels.registration import cmake_sources, registrations
 
 
 @pytest.mark.parametrize(

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import pytest
-
-from installer.build.torchreg import (
+from wh.errors import BuildError
+from wh.kernels.torchreg import (
     active_ops,
     defined_functions,
     plan_guards,
     statements,
     unresolved,
 )
-from installer.errors import BuildError
 
 EXT = """\
 #include <torch/library.h>

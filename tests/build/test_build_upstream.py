@@ -20,13 +20,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from installer.build.cli import build as build_cmd
-from installer.build.cmakeeval import configure
-from installer.build.conditions import LINUX_GCC, WINDOWS_MSVC
-from installer.build.runner import Options, Report
-from installer.build.runner import build as run_build
-from installer.errors import BuildError
+from wh.cli.build import build as build_cmd
+from wh.errors import BuildError
+from wh.kernels.cmakeeval import configure
+from wh.kernels.conditions import LINUX_GCC, WINDOWS_MSVC
+from wh.kernels.runner import Options, Report
+from wh.kernels.runner import build as run_build
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = REPO.parent / "shared" / "upstream" / "sgl-kernel-0.4.0"
@@ -663,10 +662,10 @@ def test_new_cmake_file_autotrigger_is_reported_without_its_operation(tmp_path: 
 
 
 def _recipe(tmp_path: Path, old: str, new: str) -> str:
-    from installer.build.recipe import shipped
+    from wh.kernels.recipe import shipped
 
     assert "sgl-kernel" in shipped()
-    text = (REPO / "installer/build/recipes/sgl-kernel.toml").read_text()
+    text = (REPO / "installer/wh/kernels/recipes/sgl-kernel.toml").read_text()
     assert old in text
     path = tmp_path / "r.toml"
     path.write_text(text.replace(old, new))
@@ -814,7 +813,7 @@ def test_crlf_checkout_pins_the_same_and_keeps_its_line_endings(tmp_path: Path) 
 def test_cuda_version_decides_what_a_left_trigger_adds(tmp_path: Path) -> None:
     """--cuda-version acts: without the SM100A and gencodes operations, CUDA 12.8 (not 12.4)
     adds Blackwell gencodes through the trigger."""
-    text = (REPO / "installer/build/recipes/sgl-kernel.toml").read_text()
+    text = (REPO / "installer/wh/kernels/recipes/sgl-kernel.toml").read_text()
     for op in ('switch = "SGL_KERNEL_ENABLE_SM100A"\n', 'op = "gencodes"\n'):
         start = text.rindex("[[operations]]", 0, text.index(op))
         text = text[:start] + text[text.index("[[operations]]", start + 1) :]
@@ -849,7 +848,7 @@ def test_source_given_as_the_project_folder_says_to_pass_the_root(tmp_path: Path
 
 
 def test_fa3_without_its_below_sm90_path_is_refused(tmp_path: Path) -> None:
-    text = (REPO / "installer/build/recipes/sgl-kernel.toml").read_text()
+    text = (REPO / "installer/wh/kernels/recipes/sgl-kernel.toml").read_text()
     assert text.count('ENABLE_BELOW_SM90 = "ON"') == 2
     recipe = tmp_path / "r.toml"
     recipe.write_text(text.replace('ENABLE_BELOW_SM90 = "ON"', 'ENABLE_BELOW_SM90 = "OFF"'))

@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from packaging.version import Version
-
-from installer.build import read_build_record
-from installer.build.archcheck import check_wheel_archs, find_cuobjdump
-from installer.build.cli import build
-from installer.build.gcc import find_nvcc, parse_nvcc_version
-from installer.build.runner import Options
-from installer.build.runner import build as run_build
-from installer.errors import BuildError
+from wh.cli.build import build
+from wh.errors import BuildError
+from wh.kernels import read_build_record
+from wh.kernels.archcheck import check_wheel_archs, find_cuobjdump
+from wh.kernels.gcc import find_nvcc, parse_nvcc_version
+from wh.kernels.runner import Options
+from wh.kernels.runner import build as run_build
 
 KERNEL = Path(__file__).parent / "whdemo-kernel"
 RECIPE = KERNEL / "whdemo.toml"

@@ -1,5 +1,0 @@
-"""`python -m installer`: the wh command line."""
-
-from installer.cli import main
-
-main()

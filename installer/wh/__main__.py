@@ -1,0 +1,5 @@
+"""`python -m wh`: the wh command line."""
+
+from wh.cli.main import main
+
+main()

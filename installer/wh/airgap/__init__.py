@@ -1,0 +1,3 @@
+"""Air-gap transport: package indexes read and served, fetch memo, signed bundles' signatures,
+fleets.
+"""

@@ -1,0 +1,85 @@
+"""A fleet installs from one machine's served wheelhouse: pinned requirements with hashes for
+pip, and the wheels of a URL lock (`wh lock --index-url`) downloaded before an install."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from wh.errors import LockError, WheelhouseError
+from wh.model.lockfile import Lock, LockedPackage, package_list
+
+
+def requirements_text(lock: Lock) -> str:
+    """The lock as a requirements file: one ``name==version --hash=sha256:...`` per locked
+    wheel, in install order, for ``pip install --no-deps --require-hashes -r`` (pip then
+    installs exactly the locked wheels; its resolver never sees the wheels' own metadata, so
+    the profile's overrides and drops hold)."""
+    tool = lock.tool
+    lines = [
+        f"# wh export of {lock.path.name}: profile {lock.profile}, target "
+        f"{tool.get('target', {}).get('description', '?')}",
+        "# install with: pip install --no-deps --require-hashes -r THIS_FILE "
+        "--index-url http://HOST/simple/",
+    ]
+    for a in tool.get("overrides-applied", []):
+        lines.append(f"# override: {a['by']}: {a['original']} -> {a['replacement']}")
+    for d in tool.get("drops-applied", []):
+        lines.append(f"# dropped: {d['by']}: {d['requirement']}")
+    for p in tool.get("protections", []):
+        lines.append(f"# protected, not listed: {p['name']} {p['version']} (kept as installed)")
+    for pkg in ordered(lock):
+        lines.append(f"{pkg.name}=={pkg.version} --hash=sha256:{pkg.sha256}")
+    return "\n".join(lines) + "\n"
+
+
+def ordered(lock: Lock) -> list[LockedPackage]:
+    """The lock's packages in its install order (protected ones left out: never installed)."""
+    pkgs = {p.name: p for p in package_list(lock) if not p.protected}
+    seen = [n for level in lock.levels for n in level if n in pkgs]
+    rest = sorted(set(pkgs) - set(seen))
+    return [pkgs[n] for n in [*seen, *rest]]
+
+
+def download_locked(lock: Lock, status: Callable[[str], None]) -> list[str]:
+    """Download the URL wheels of ``lock`` that are not in wh's cache yet, each checked
+    against the lock's sha256 before it is used. Returns the downloaded file names."""
+    from wh.airgap.indexclient import Http
+
+    todo: Sequence[LockedPackage] = [
+        p for p in package_list(lock) if p.url and not p.wheel.is_file()
+    ]
+    if not todo:
+        return []
+    status(f"downloading {len(todo)} locked wheel(s) from {lock.tool.get('index-url', '?')}")
+    http = Http()
+    problems: list[str] = []
+    done: list[str] = []
+    lock_ = threading.Lock()
+
+    def one(p: LockedPackage) -> None:
+        assert p.url is not None
+        p.wheel.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            http.download(p.url, p.wheel, p.sha256)
+        except WheelhouseError as exc:
+            with lock_:
+                problems.append(f"{p.filename}: {exc.message}")
+            return
+        with lock_:
+            done.append(p.filename)
+
+    # six at a time, the largest first (as `wh fetch` downloads)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(one, sorted(todo, key=lambda p: -p.size)))
+    problems.sort()
+    if problems:
+        raise LockError(
+            f"{len(problems)} wheel(s) of {lock.path} could not be downloaded; nothing was "
+            "installed",
+            details=problems,
+            hint="check that the index serves the wheelhouse the lock was made from "
+            "(`wh index`, then serve the folder), then run the install again",
+        )
+    return sorted(done)

@@ -1,0 +1,489 @@
+"""Bundles: one archive holding a lock, its wheels, wh itself, a manifest and bootstrap scripts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path, PurePosixPath
+
+from packaging.requirements import Requirement
+
+from wh import __version__
+from wh.app.fetch import configured_pip_env, fetch
+from wh.app.hooks import Hooks, TargetSpec
+from wh.app.workflow import do_lock
+from wh.env.environment import Environment
+from wh.errors import LockError, WheelhouseError
+from wh.hashing import sha256_file, sha256_many
+from wh.model import lockfile as lockmod
+from wh.model.profile import Profile
+from wh.model.resolution import Resolution
+from wh.model.target import Target
+from wh.proc import spawn as proc
+from wh.resolve.resolver import resolve
+from wh.settings import cache_dir
+from wh.wheelhouse.scan import scan
+
+MANIFEST = "SHA256SUMS"
+INFO = "bundle.txt"
+WHEELS = "wheels"
+TOOL = "wh"
+SCRIPTS = ("install.sh", "install.ps1")
+_EXECUTABLE = {"install.sh"}
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class BundleResult:
+    """What went into a bundle."""
+
+    path: Path
+    lock_name: str
+    packages: tuple[str, ...]
+    tool_wheels: tuple[str, ...]
+    files: int
+    size: int
+    sha256: str
+    signed_by: str | None = None  # the signing key's fingerprint
+    # locked but carried by no wheel ("torch 2.9.1+cu130 (protected)"): the workstation
+    # must already have exactly these, or the bundle's install is refused
+    needs_installed: tuple[str, ...] = ()
+
+
+# -- making a bundle ------------------------------------------------------------------------
+
+
+def make_bundle(
+    profile: Profile,
+    wheelhouse: Path,
+    spec: TargetSpec,
+    output: Path,
+    hooks: Hooks,
+    *,
+    tool_wheels: Path | None = None,
+    source: Path | None = None,
+    sign_key: Path | None = None,
+) -> BundleResult:
+    """Lock ``profile`` for the target and write the bundle archive to ``output``.
+
+    ``tool_wheels`` is a folder holding wh's wheel and its dependencies for the target; by
+    default wh's wheel is built from its source tree and the dependencies are fetched.
+    ``sign_key`` (an ed25519 private key) signs the manifest (``wh/airgap/signing.py``).
+    Every locked wheel is validated as an install would (structure, bombs), and for a
+    Windows or macOS target its paths are checked against that filesystem's rules
+    (``wh/wheel/portable.py``), before the archive is written.
+    """
+    from wh.airgap import signing
+
+    key = signing.load_private_key(sign_key) if sign_key is not None else None
+    target, env = spec.resolve()
+    with tempfile.TemporaryDirectory(prefix="wh-bundle-") as tmp:
+        stage = Path(tmp) / "bundle"
+        (stage / WHEELS).mkdir(parents=True)
+        first = do_lock(profile, wheelhouse, stage / "first.toml", spec, hooks, write=False)
+        for chosen in first.resolution.packages.values():
+            w = chosen.candidate.wheel
+            if w is None:
+                continue
+            shutil.copy2(w.path, stage / WHEELS / w.filename)
+            record = w.path.with_name(w.filename + ".build.json")
+            if record.is_file():
+                shutil.copy2(record, stage / WHEELS / record.name)
+        lock_name = f"pylock.{profile.name}.toml"
+        hooks.status(f"locking {profile.name} for {target.description} inside the bundle")
+        done = do_lock(profile, stage / WHEELS, stage / lock_name, spec, hooks)
+        if done.overwrites:  # the install would refuse them offline: refuse here, online
+            from wh.install.overwrite import allow_hint
+
+            raise WheelhouseError(
+                f"the bundle's install would fail: {len(done.overwrites)} file(s) are written "
+                f"by two of its wheels; no bundle was written to {output}",
+                details=list(done.overwrites),
+                hint=allow_hint(done.overwrites).replace(
+                    "the profile", f"[profile.{profile.name}]"
+                ),
+            )
+        named = {
+            c.candidate.wheel.filename
+            for c in done.resolution.packages.values()
+            if c.candidate.wheel
+        }
+        needs = tuple(
+            f"{n} {c.candidate.version}" + (" (protected)" if n in done.resolution.pins else "")
+            for n, c in sorted(done.resolution.packages.items())
+            if c.candidate.wheel is None
+        )
+        for extra in sorted(p for p in (stage / WHEELS).glob("*.whl") if p.name not in named):
+            extra.unlink()  # exactly the wheels the lock names
+        check_wheels_for(target, sorted((stage / WHEELS).glob("*.whl")))
+        hooks.status("collecting wh and its dependencies for the target")
+        tool = stage / TOOL
+        tool.mkdir()
+        names = collect_tool_wheels(
+            target, env, tool, hooks, tool_wheels=tool_wheels, source=source
+        )
+        for script in SCRIPTS:
+            data = (resources.files("wh") / "bootstrap" / script).read_bytes()
+            (stage / script).write_bytes(data)
+        (stage / INFO).write_text(
+            f"format=1\nprofile={profile.name}\nlock={lock_name}\nwh-version={__version__}\n"
+            f"target={target.description}\n"
+            f"python-version={'.'.join(target.python_full_version.split('.')[:2])}\n"
+            + "".join(f"needs-installed={n}\n" for n in needs),
+            encoding="utf-8",
+        )
+        write_manifest(stage)
+        if key is not None:
+            manifest = (stage / MANIFEST).read_bytes()
+            (stage / signing.SIGNATURE).write_text(signing.sign(manifest, key), encoding="utf-8")
+        hooks.status(f"writing {output}")
+        write_archive(stage, output, top=_stem(output))
+        files = sum(1 for p in stage.rglob("*") if p.is_file())
+    return BundleResult(
+        output,
+        lock_name,
+        tuple(sorted(named)),
+        tuple(names),
+        files,
+        output.stat().st_size,
+        sha256_file(output),
+        signing.fingerprint(key.public_key()) if key is not None else None,
+        needs,
+    )
+
+
+def check_wheels_for(target: Target, wheels: list[Path]) -> None:
+    """Refuse (exit 3, every problem at once) a locked wheel that fails validation, or whose
+    paths a Windows or macOS target cannot hold (reserved names, trailing dots or spaces,
+    ``:``, case or NFC/NFD variants of another file, also across wheels)."""
+    from wh.install.validate import checked_index, refuse_wheels
+    from wh.wheel import portable
+
+    checked = [(w, *checked_index(w)) for w in wheels]
+    refuse_wheels([(w.name, found) for w, _index, found in checked])
+    platform = target.markers.get("sys_platform", "")
+    if platform not in ("win32", "darwin"):
+        return
+    members: list[tuple[str, str]] = []
+    for w, index, _found in checked:
+        assert index is not None  # refuse_wheels refused every wheel without one
+        members += [(n, w.name) for n in index.names if n[-1:] != "/"]
+    found = portable.problems(members, windows=platform == "win32", landing=landing)
+    if found:
+        where = "Windows" if platform == "win32" else "macOS"
+        raise WheelhouseError(
+            f"{len(found)} path(s) in the locked wheels cannot be written on {where} as named; "
+            "nothing was bundled",
+            details=found[:50] + ([f"... and {len(found) - 50} more"] if len(found) > 50 else []),
+            hint=f"these wheels would install wrongly or overwrite each other on {where}: "
+            "replace them with builds made for the target, or leave them out of the profile",
+        )
+
+
+def landing(arcname: str) -> str:
+    """Where a wheel member lands, relative to the environment (roughly: purelib and
+    platlib as the site folder, the other ``.data`` schemes under their own names), so
+    that members of different wheels that land on one file compare equal."""
+    top, _, rest = arcname.partition("/")
+    if top.endswith(".data") and rest:
+        scheme, _, tail = rest.partition("/")
+        return tail if scheme in ("purelib", "platlib") else f"<{scheme}>/{tail}"
+    return arcname
+
+
+def collect_tool_wheels(
+    target: Target,
+    env: Environment | None,
+    dest: Path,
+    hooks: Hooks,
+    *,
+    tool_wheels: Path | None = None,
+    source: Path | None = None,
+) -> list[str]:
+    """Copy wh's wheel and its runtime closure for ``target`` (uv and pip included) to dest."""
+    wh_profile = Profile(name="wh", requirements=(Requirement(f"wh=={__version__}"),))
+    resolution: Resolution
+    if tool_wheels is not None:
+        resolution = resolve(scan(tool_wheels).wheels, target, wh_profile.roots)
+    else:
+        house = cache_dir() / "bundle-wheels"
+        house.mkdir(parents=True, exist_ok=True)
+        build_wh_wheel(source or source_tree(), house, hooks)
+        report = fetch(wh_profile, house, [(target, env)], status=hooks.status, local_only=["wh"])
+        if report.missing:
+            raise WheelhouseError(
+                f"wh's own dependencies cannot be had as wheels for {target.description}",
+                details=[str(m) for m in report.missing],
+                hint="pass --wh-wheels DIR holding wh's wheel and its dependencies",
+            )
+        resolution = report.resolutions[target.description]
+    names = []
+    for chosen in resolution.packages.values():
+        w = chosen.candidate.wheel
+        if w is not None:
+            shutil.copy2(w.path, dest / w.filename)
+            names.append(w.filename)
+    return sorted(names)
+
+
+def source_tree() -> Path:
+    """wh's source tree (a checkout or editable install), to build its wheel from."""
+    root = Path(__file__).resolve().parents[3]  # installer/wh/app/bundle.py
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file() and 'name = "wh"' in pyproject.read_text(encoding="utf-8"):
+        return root
+    raise WheelhouseError(
+        "wh is not running from its source tree, so its wheel cannot be built",
+        hint="pass --wh-wheels DIR holding wh's wheel and its dependencies for the target",
+    )
+
+
+def build_wh_wheel(source: Path, dest: Path, hooks: Hooks) -> Path:
+    """``pip wheel --no-deps SOURCE`` (build isolation fetches setuptools from pip's index)."""
+    hooks.status(f"building wh's wheel from {source}")
+    with tempfile.TemporaryDirectory(prefix="wh-wheel-") as tmp:
+        proc.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", tmp, str(source)],
+            env=configured_pip_env(),
+            what="pip wheel (building wh)",
+        )
+        (built,) = Path(tmp).glob("wh-*.whl")
+        target = dest / built.name
+        shutil.move(str(built), target)
+        return target
+
+
+def write_manifest(root: Path) -> None:
+    """SHA256SUMS: ``<sha256>  <path>`` for every file (the ``sha256sum -c`` format)."""
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.name != MANIFEST)
+    digests = sha256_many(files)
+    lines = [f"{digests[p]}  {p.relative_to(root).as_posix()}\n" for p in files]
+    (root / MANIFEST).write_text("".join(lines), encoding="utf-8")
+
+
+def _stem(output: Path) -> str:
+    name = output.name
+    for suffix in (".tar.gz", ".tgz", ".tar", ".zip"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return output.stem
+
+
+def write_archive(stage: Path, output: Path, *, top: str) -> None:
+    """A zip (default) or tar(.gz) with entries under ``top/``, sorted, fixed timestamps."""
+    files = sorted(p for p in stage.rglob("*") if p.is_file())
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(output.name + f".{os.getpid()}.tmp")
+    name = output.name
+    if name.endswith((".tar", ".tar.gz", ".tgz")):
+        mode = "w:gz" if name.endswith(("gz",)) else "w"
+        with tarfile.open(tmp, mode) as tf:  # type: ignore[call-overload]
+            for p in files:
+                info = tf.gettarinfo(str(p), f"{top}/{p.relative_to(stage).as_posix()}")
+                info.mtime = 0
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mode = 0o755 if p.name in _EXECUTABLE else 0o644
+                with p.open("rb") as f:
+                    tf.addfile(info, f)
+    else:
+        with zipfile.ZipFile(tmp, "w") as zf:
+            for p in files:
+                zi = zipfile.ZipInfo(f"{top}/{p.relative_to(stage).as_posix()}", _ZIP_EPOCH)
+                perm = 0o755 if p.name in _EXECUTABLE else 0o644
+                zi.external_attr = (stat.S_IFREG | perm) << 16
+                zi.compress_type = (
+                    zipfile.ZIP_STORED if p.suffix == ".whl" else zipfile.ZIP_DEFLATED
+                )
+                with p.open("rb") as src, zf.open(zi, "w") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+    os.replace(tmp, output)
+
+
+# -- opening a bundle -----------------------------------------------------------------------
+
+
+def open_bundle(
+    path: Path,
+    *,
+    on_close: Callable[[Callable[[], None]], object],
+    status: Callable[[str], None] = lambda m: None,
+    trust: Sequence[Path] = (),
+    allow_unsigned: bool = False,
+) -> Path:
+    """Unpack (if an archive), check the signature, the manifest and the lock; return the
+    lock's path.
+
+    Nothing is installed or changed before this returns; ``on_close`` receives the cleanup
+    of a temporary unpack folder. The manifest must be signed by one of the ``trust`` keys
+    (``wh/airgap/signing.py``), or ``allow_unsigned`` must say that no signature is needed.
+    """
+    from wh.airgap import signing
+
+    if path.is_dir():
+        root = path
+    elif path.is_file():
+        tmp = Path(tempfile.mkdtemp(prefix="wh-bundle-"))
+        on_close(lambda: shutil.rmtree(tmp, ignore_errors=True))
+        status(f"unpacking {path}")
+        extract(path, tmp)
+        tops = [p for p in tmp.iterdir()]
+        root = tops[0] if len(tops) == 1 and tops[0].is_dir() else tmp
+    else:
+        raise LockError(f"bundle {path} does not exist", hint="pass the bundle file or folder")
+    try:
+        manifest = (root / MANIFEST).read_bytes()
+    except OSError as exc:
+        raise LockError(
+            f"{root} has no readable {MANIFEST} ({exc.strerror}); it is not a wh bundle or it "
+            "was damaged; nothing was installed",
+            hint="make the bundle again with `wh bundle`",
+        ) from exc
+    # always, whatever the manifest holds: an emptied one must not skip the signature
+    status(signing.check(root, manifest, trust, allow_unsigned=allow_unsigned).describe())
+    checked = verify_manifest(root, manifest)
+    status(f"bundle manifest verified: {checked} file(s) match {MANIFEST}")
+    info = read_info(root)
+    lock_path = root / info.get("lock", "")
+    lockmod.read(lock_path)  # the lock's own digest, before anything changes
+    return lock_path
+
+
+def read_info(root: Path) -> dict[str, str]:
+    path = root / INFO
+    if not path.is_file():
+        raise LockError(f"{root} is not a wh bundle: {INFO} is missing")
+    pairs = (line.partition("=") for line in path.read_text(encoding="utf-8").splitlines())
+    return {k.strip(): v.strip() for k, sep, v in pairs if sep}
+
+
+def verify_manifest(root: Path, data: bytes | None = None) -> int:
+    """Every file the manifest names matches; no unlisted wheel was slipped in. ``data`` is
+    the manifest's bytes when already read (the ones whose signature was checked)."""
+    manifest = root / MANIFEST
+    if not data and not manifest.is_file():
+        raise LockError(
+            f"{root} has no {MANIFEST}; it is not a wh bundle or it was damaged",
+            hint="make the bundle again with `wh bundle`",
+        )
+    expected: dict[str, str] = {}
+    problems: list[str] = []
+    text = (data or manifest.read_bytes()).decode("utf-8", "replace")
+    for n, line in enumerate(text.splitlines(), 1):
+        digest, sep, rel = line.partition("  ")
+        if not sep or len(digest) != 64 or not _safe(rel):
+            problems.append(f"{MANIFEST} line {n} is malformed: {line!r}")
+            continue
+        expected[rel] = digest
+    present = [rel for rel in expected if (root / rel).is_file()]
+    problems += [f"{rel}: missing" for rel in expected if rel not in present]
+    digests = sha256_many([root / rel for rel in present])
+    for rel in present:
+        actual = digests[root / rel]
+        if actual != expected[rel]:
+            problems.append(f"{rel}: sha256 {actual}, the manifest says {expected[rel]}")
+    for folder in (WHEELS, TOOL):
+        for p in sorted((root / folder).glob("*")):
+            rel = p.relative_to(root).as_posix()
+            if rel not in expected:
+                problems.append(f"{rel}: not in the manifest")
+    # what decides the install must be listed (so, in a signed bundle, signed): bundle.txt
+    # and the lock it names; the lock pins every wheel by sha256
+    if INFO not in expected:
+        problems.append(f"{INFO}: not in the manifest")
+    else:
+        lock = read_info(root).get("lock", "")
+        if lock and lock not in expected:
+            problems.append(f"{lock}: the lock {INFO} names is not in the manifest")
+    if problems:
+        raise LockError(
+            f"bundle {root}: {len(problems)} file(s) do not match its manifest; "
+            "nothing was installed",
+            details=problems,
+            hint="the bundle was damaged or tampered with: copy it again from its source",
+        )
+    return len(expected)
+
+
+def _safe(rel: str) -> bool:
+    return entry_problem(rel) is None
+
+
+def entry_problem(rel: str) -> str | None:
+    """Why a bundle entry or manifest path must not be written, on any OS, or None.
+
+    ``PurePosixPath`` alone is not enough: ``C:/x`` and ``C:x`` are not absolute to it, yet
+    Windows writes them outside the folder; reserved names, ``:`` (alternate data
+    streams) and trailing dots or spaces are refused too, since a bundle is made to be
+    unpacked on Windows."""
+    from wh.install.validate import unsafe_path
+    from wh.wheel import portable
+
+    name = rel.rstrip("/")
+    if not name:
+        return "is empty"
+    why = unsafe_path(name)
+    if why is None and PurePosixPath(name).is_absolute():
+        why = "is absolute"
+    return why or portable.windows_problem(name)
+
+
+def extract(archive: Path, dest: Path) -> None:
+    """Unpack a zip or tar, refusing absolute paths, drive letters, ``..``, Windows-reserved
+    or stream names, links and special files. Every entry is checked before the first is
+    written, so a refused archive leaves ``dest`` as it was."""
+    bad: list[str] = []
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            infos = zf.infolist()
+            for zi in infos:
+                why = entry_problem(zi.filename)
+                if why or stat.S_ISLNK(zi.external_attr >> 16):
+                    bad.append(f"{zi.filename!r}: {why or 'is a symlink'}")
+            _refuse(archive, bad)
+            for zi in infos:
+                out = dest / zi.filename
+                if zi.is_dir():
+                    out.mkdir(parents=True, exist_ok=True)
+                    continue
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(zi) as src, out.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+    elif tarfile.is_tarfile(archive):
+        with tarfile.open(archive) as tf:
+            members = tf.getmembers()
+            for ti in members:
+                why = entry_problem(ti.name)
+                if why or not (ti.isfile() or ti.isdir()):
+                    bad.append(f"{ti.name!r}: {why or 'is a link or a special file'}")
+            _refuse(archive, bad)
+            for ti in members:
+                out = dest / ti.name
+                if ti.isdir():
+                    out.mkdir(parents=True, exist_ok=True)
+                    continue
+                out.parent.mkdir(parents=True, exist_ok=True)
+                member = tf.extractfile(ti)
+                if member is None:
+                    raise LockError(f"{archive}: cannot read {ti.name!r}")
+                with member, out.open("wb") as dst:
+                    shutil.copyfileobj(member, dst, 1 << 20)
+    else:
+        raise LockError(f"{archive} is neither a zip nor a tar archive")
+
+
+def _refuse(archive: Path, bad: list[str]) -> None:
+    if bad:
+        raise LockError(
+            f"{archive}: {len(bad)} unsafe entry(ies); nothing was unpacked or installed",
+            details=bad[:20] + ([f"... and {len(bad) - 20} more"] if len(bad) > 20 else []),
+            hint="the bundle was not made by `wh bundle`, or it was tampered with",
+        )

@@ -1,0 +1,50 @@
+"""What the CLI hands the logic: progress callbacks and the user's words about the target.
+
+Kept apart from ``workflow`` so that paths that never resolve (a remembered lock, --help)
+do not import the resolver and the lock writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from wh.env.environment import Environment, default_python, probe
+from wh.errors import TargetError
+from wh.model.target import Target, declared
+
+
+@dataclass
+class Hooks:
+    """Progress callbacks the CLI fills in; the logic never prints."""
+
+    status: Callable[[str], None] = lambda msg: None
+    hashing_total: Callable[[int], None] = lambda n: None
+    hashed: Callable[[Path], None] = lambda p: None
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """What the user said about the target: an interpreter, or a platform + version."""
+
+    python: Path | None = None
+    platform: str | None = None
+    python_version: str | None = None
+
+    def resolve(self) -> tuple[Target, Environment | None]:
+        if self.platform or self.python_version:
+            if self.python is not None:
+                raise TargetError(
+                    "--python cannot be combined with --platform/--python-version",
+                    hint="use --python for a live interpreter, or both --platform and "
+                    "--python-version for a declared target",
+                )
+            if not (self.platform and self.python_version):
+                raise TargetError(
+                    "a declared target needs both --platform and --python-version",
+                    hint="e.g. --platform win_amd64 --python-version 3.12",
+                )
+            return declared(self.platform, self.python_version), None
+        env = probe(self.python or default_python(), cached=True)
+        return env.target, env

@@ -1,0 +1,586 @@
+"""The load check: whether every compiled member of a lock finds the libraries it needs.
+
+Pure: it takes what each distribution of the target ships and needs (``Unit``, read by
+``natives``) and what the platform provides (``platformlibs.Platform``), and returns a
+``LoadReport``: who meets each need, and every problem at once (a library nothing
+provides, a symbol version past the target's manylinux policy, an unreadable binary, a
+kernel built by ``wh build`` against another torch), each with what the lock provides
+instead and fixes that can work. The IO (reading wheels, caching, the live target) is in
+``loadscan``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.utils import NormalizedName
+from packaging.version import InvalidVersion, Version
+
+from wh.env.platformlibs import Platform, policy_allowing, system_package
+from wh.wheel.natives import Binary, Natives, iter_needs
+
+
+@dataclass(frozen=True)
+class BuiltAgainst:
+    """What a ``wh build`` record says a wheel was compiled against."""
+
+    torch: str  # the full version, local label included: 2.9.1+cu130
+    cuda: str = ""  # "13.0"
+    recipe: str = ""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A distribution the target will have: from the lock, or installed and kept."""
+
+    name: NormalizedName
+    version: str
+    origin: str  # "locked", "protected", "kept"
+    natives: Natives | None  # None: its files are unknown (protected on a declared target)
+    requires: tuple[Requirement, ...] = ()
+    built: BuiltAgainst | None = None
+    wheel: str = ""  # the wheel's filename, where it comes from one
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+
+@dataclass(frozen=True)
+class Met:
+    """One need of one member, and who meets it."""
+
+    package: str
+    member: str
+    library: str
+    by: str
+    delay: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "package": self.package,
+            "member": self.member,
+            "library": self.library,
+            "by": self.by,
+        }
+        if self.delay:
+            out["delay-load"] = True
+        return out
+
+
+@dataclass(frozen=True)
+class LoadProblem:
+    """Why part of the lock cannot load, with what the lock has instead and the fixes."""
+
+    kind: str  # missing-library, symbol-version, unreadable, machine, torch-build
+    package: str  # "name version"
+    member: str
+    subject: str  # the library, symbol version or torch build in question
+    message: str
+    instead: tuple[str, ...] = ()
+    fixes: tuple[str, ...] = ()
+    wheel: str = ""
+
+    def render(self) -> list[str]:
+        lines = [self.message]
+        if self.wheel:
+            lines.append(f"    in {self.wheel}")
+        lines.extend(f"    the lock has instead: {i}" for i in self.instead)
+        lines.extend(f"    fix: {f}" for f in self.fixes)
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "package": self.package,
+            "member": self.member,
+            "subject": self.subject,
+            "message": self.message,
+            "instead": list(self.instead),
+            "fixes": list(self.fixes),
+            "wheel": self.wheel,
+        }
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    platform: str
+    met: tuple[Met, ...] = ()
+    problems: tuple[LoadProblem, ...] = ()
+    warnings: tuple[str, ...] = ()
+    allowed: tuple[tuple[str, str, str], ...] = ()  # (library, reason, needed by)
+    binaries: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "platform": self.platform,
+            "binaries": self.binaries,
+            "needs-met": len(self.met),
+            "problems": [p.to_json() for p in self.problems],
+            "warnings": list(self.warnings),
+            "allowed-missing": [
+                {"library": lib, "reason": why, "needed-by": by} for lib, why, by in self.allowed
+            ],
+        }
+
+
+@dataclass
+class _Index:
+    """Every library file the target will have, by installed path and by name."""
+
+    paths: dict[str, Unit] = field(default_factory=dict)
+    names: dict[str, list[tuple[Unit, str]]] = field(default_factory=dict)
+    needers: dict[str, list[str]] = field(default_factory=dict)  # name -> "pkg version"
+    _stems: dict[str, list[str]] | None = None
+
+    def same_stem(self, name: str) -> list[str]:
+        """The library names with ``name``'s stem (libcudart.so.12 for libcudart.so.13)."""
+        if self._stems is None:
+            self._stems = {}
+            for n in sorted(self.names):
+                self._stems.setdefault(_stem(n), []).append(n)
+        return self._stems.get(_stem(name), [])
+
+
+def _key(name: str, windows: bool) -> str:
+    return name.lower() if windows else name
+
+
+def _index(units: Iterable[Unit], windows: bool) -> _Index:
+    idx = _Index()
+    for u in units:
+        if u.natives is None:
+            continue
+        for path in u.natives.libraries:
+            idx.paths.setdefault(_key(path, windows), u)
+            base = _key(path.rsplit("/", 1)[-1], windows)
+            idx.names.setdefault(base, []).append((u, path))
+        for b in u.natives.binaries:
+            if b.soname:
+                idx.names.setdefault(_key(b.soname, windows), []).append((u, b.member))
+            for lib, _delay in iter_needs(b):
+                who = idx.needers.setdefault(_key(lib, windows), [])
+                if u.label not in who:
+                    who.append(u.label)
+    return idx
+
+
+# libraries whose soname version is the CUDA major (cufft, curand, cusolver, cusparse and
+# cudnn version their sonames on their own: libcufft.so.11 ships with CUDA 12)
+_CUDA_ELF = re.compile(r"lib(cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.(\d+)")
+_CUDA_DLL = re.compile(r"(cudart|cublas|cublaslt|nvrtc|nvjitlink)(?:64)?_(\d+)", re.I)
+
+
+def cuda_major(library: str) -> int | None:
+    """The CUDA major version a library name belongs to (libcudart.so.13 -> 13,
+    cudart64_12.dll -> 12, nvrtc64_120_0.dll -> 12), or None."""
+    m = _CUDA_ELF.fullmatch(library) or _CUDA_DLL.match(library)
+    if not m:
+        return None
+    digits = m.group(2)
+    n = int(digits[:2]) if len(digits) >= 3 else int(digits)
+    return n if 9 <= n <= 99 else None
+
+
+def _stem(library: str) -> str:
+    """A library's name without its version: libcudart.so.13 -> libcudart.so,
+    cudart64_13.dll -> cudart64."""
+    low = library.lower()
+    if low.endswith(".dll"):
+        return re.sub(r"(_\d+)+$|\d+$", "", low[:-4])
+    return re.sub(r"(\.so)(\.\d+)+$", r"\1", library)
+
+
+def torch_cuda(torch: Unit | None) -> tuple[int | None, str]:
+    """The CUDA major a torch build uses, and how that is known."""
+    if torch is None:
+        return None, ""
+    m = re.search(r"\+cu(\d+)", torch.version)
+    if m:
+        digits = m.group(1)
+        return int(digits[:-1]), f"its version label +cu{digits}"
+    if torch.natives is not None:
+        for b in torch.natives.binaries:
+            for lib, _ in iter_needs(b):
+                major = cuda_major(lib)
+                if major is not None:
+                    return major, f"it needs {lib}"
+    return None, ""
+
+
+_EXTENSION = re.compile(r"\.(cpython-[^./]+|abi3|cp\d+[^./]*|pypy[^./]*)\.so$")
+
+
+def is_extension_module(member: str) -> bool:
+    """Whether Python imports the member as a module (what ``import`` loads first): a
+    ``.pyd``, a ``.so`` with an interpreter or abi3 suffix, or a plain ``name.so`` that is
+    not named like a library (``libfoo.so``, ``foo.so.1``)."""
+    base = member.rsplit("/", 1)[-1]
+    if base.lower().endswith(".pyd"):
+        return True
+    if _EXTENSION.search(base):
+        return True
+    return base.endswith(".so") and base.count(".") == 1 and not base.startswith("lib")
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    library: str
+    delay: bool
+    by: str | None  # None: nothing provides it
+    platform: bool = False  # met by the platform (its symbol versions are policy-bound)
+    provider: tuple[str, str] | None = None  # (unit name, member) of the library found
+
+
+def check(
+    units: Iterable[Unit],
+    platform: Platform,
+    allow_missing: Mapping[str, str] | None = None,
+    torch_outside: Unit | None = None,
+) -> LoadReport:
+    """Resolve every need of every locked unit's binaries (see the module docstring).
+    ``torch_outside`` is the torch a live target has installed where the lock names none
+    (nothing locked requires it): a kernel built against torch is compared with that one.
+
+    A need nothing meets is a problem where ``import`` would reach the binary: from an
+    extension module, through the libraries its needs resolve to. A library nothing links
+    to is loaded only by a ``dlopen`` at run time, if ever (libcufile_rdma.so.1 of
+    nvidia-cufile needs InfiniBand libraries): its unmet needs are warnings.
+    """
+    units = list(units)
+    windows = platform.os == "windows"
+    idx = _index(units, windows)
+    by_name = {u.name: u for u in units}
+    torch = by_name.get(NormalizedName("torch")) or torch_outside
+    unknown = [u for u in units if u.natives is None]
+    allow = {_key(k, windows): v for k, v in (allow_missing or {}).items()}
+    resolved: dict[tuple[str, str], list[_Resolved]] = {}
+    binaries: dict[tuple[str, str], tuple[Unit, Binary]] = {}
+    for u in units:
+        for b in u.natives.binaries if u.natives else ():
+            binaries[(u.name, b.member)] = (u, b)
+            if not b.problem:
+                resolved[(u.name, b.member)] = [
+                    _resolve(u, b, lib, delay, idx, platform, windows)
+                    for lib, delay in iter_needs(b)
+                ]
+    # what `import` reaches: extension modules of the lock, then what their needs resolve to
+    reach: set[tuple[str, str]] = set()
+    todo = [
+        k
+        for k, (u, b) in binaries.items()
+        if u.origin == "locked" and is_extension_module(b.member)
+    ]
+    while todo:
+        k = todo.pop()
+        if k in reach:
+            continue
+        reach.add(k)
+        todo.extend(r.provider for r in resolved.get(k, ()) if r.provider in binaries)
+    met: list[Met] = []
+    problems: list[LoadProblem] = []
+    warnings: list[str] = []
+    allowed: dict[str, tuple[str, list[str]]] = {}
+    foreign: dict[str, list[str]] = {}
+    count = 0
+    for key, (u, b) in binaries.items():
+        if u.origin != "locked":
+            continue
+        count += 1
+        if b.problem:
+            problems.append(replace(_unreadable(u, b), wheel=u.wheel))
+            continue
+        if platform.machine and _machine(b) and _machine(b) != platform.machine:
+            if key not in reach:  # a cross-compilation stub nothing links to is data
+                foreign.setdefault(u.label, []).append(f"{b.member} ({_machine(b)})")
+                continue
+            problems.append(
+                LoadProblem(
+                    "machine",
+                    u.label,
+                    b.member,
+                    b.machine,
+                    f"{u.label}: {b.member} is built for {_machine(b)}, the target is "
+                    f"{platform.machine}",
+                    fixes=(f"a wheel of {u.name} built for {platform.machine}",),
+                    wheel=u.wheel,
+                )
+            )
+            continue
+        found: list[LoadProblem] = []
+        for r in resolved[key]:
+            if r.by is not None:
+                met.append(Met(u.label, b.member, r.library, r.by, r.delay))
+                continue
+            lib_key = _key(r.library, windows)
+            if lib_key in allow:
+                entry = allowed.setdefault(lib_key, (allow[lib_key], []))
+                if u.label not in entry[1]:
+                    entry[1].append(u.label)
+                continue
+            if unknown:
+                names = ", ".join(x.label for x in unknown)
+                warnings.append(
+                    f"{u.label}: {b.member} needs {r.library}: not in the lock or the platform; "
+                    f"{names} may provide it (its files are unknown for this target)"
+                )
+                continue
+            found.append(_missing(u, b, r.library, r.delay, idx, torch, platform))
+        if platform.symbol_versions:
+            on_platform = {r.library for r in resolved[key] if r.platform}
+            found.extend(_too_new(u, b, on_platform, platform))
+        found = [replace(p, wheel=u.wheel) for p in found]
+        if key in reach:
+            problems.extend(found)
+        else:
+            warnings.extend(
+                f"{p.message} (nothing links to {b.member}: only a dlopen at run time loads it)"
+                for p in found
+            )
+    for label, members in foreign.items():
+        warnings.append(
+            f"{label}: {len(members)} member(s) built for another machine, which nothing links "
+            f"to (not loaded on {platform.machine}): {', '.join(members[:3])}"
+            + (", ..." if len(members) > 3 else "")
+        )
+    for u in units:
+        if u.origin == "locked":
+            problems.extend(replace(p, wheel=u.wheel) for p in _torch_build(u, torch))
+            warnings.extend(_inferred(u, torch))
+    return LoadReport(
+        platform.description,
+        tuple(met),
+        tuple(problems),
+        tuple(dict.fromkeys(warnings)),
+        tuple((lib, why, ", ".join(by)) for lib, (why, by) in sorted(allowed.items())),
+        count,
+    )
+
+
+def _machine(b: Binary) -> str:
+    return {"x86_64": "x86_64", "aarch64": "aarch64", "386": "i686", "amd64": "x86_64"}.get(
+        b.machine, {"arm64": "aarch64", "i386": "i686"}.get(b.machine, "")
+    )
+
+
+def _resolve(
+    u: Unit, b: Binary, lib: str, delay: bool, idx: _Index, platform: Platform, windows: bool
+) -> _Resolved:
+    """Who meets one need of one binary."""
+    key = _key(lib, windows)
+    here = posixpath.dirname(b.member)
+    if not windows:
+        # glibc: DT_RUNPATH when present replaces DT_RPATH; $ORIGIN is the member's folder
+        for entry in b.runpath or b.rpath:
+            folder = entry.replace("${ORIGIN}", "$ORIGIN")
+            if not folder.startswith("$ORIGIN"):
+                continue
+            path = posixpath.normpath(posixpath.join(here, folder[len("$ORIGIN") :].lstrip("/")))
+            full = posixpath.join(path, lib) if path != "." else lib
+            found = idx.paths.get(full)
+            if found is not None:
+                where = "this wheel" if found is u else found.label
+                return _Resolved(
+                    lib, delay, f"{where} via rpath {entry} ({full})", False, (found.name, full)
+                )
+    else:
+        # Windows: the importing module's own folder first
+        full = posixpath.join(here, lib) if here else lib
+        found = idx.paths.get(_key(full, windows))
+        if found is not None:
+            where = "this wheel" if found is u else found.label
+            return _Resolved(lib, delay, f"{where}, beside it", False, (found.name, full))
+    providers = idx.names.get(key, [])
+    if providers:
+        own = [p for p in providers if p[0] is u]
+        unit, path = (own or providers)[0]
+        where = "this wheel" if unit is u else f"{unit.label} ({unit.origin})"
+        note = "" if windows else ", by name: once loaded"
+        return _Resolved(lib, delay, f"{where}: {path}{note}", False, (unit.name, path))
+    by = platform.provides(lib)
+    return _Resolved(lib, delay, by, by is not None)
+
+
+def _instead(lib: str, idx: _Index, windows: bool) -> list[str]:
+    out = []
+    for name in idx.same_stem(_key(lib, windows)):
+        if name == _key(lib, windows):
+            continue
+        unit = idx.names[name][0][0]
+        who = idx.needers.get(name, [])
+        needed = f", needed by {', '.join(who)}" if who else ""
+        out.append(f"{name} from {unit.label}{needed}")
+    return out
+
+
+def _missing(
+    u: Unit,
+    b: Binary,
+    lib: str,
+    delay: bool,
+    idx: _Index,
+    torch: Unit | None,
+    platform: Platform,
+) -> LoadProblem:
+    windows = platform.os == "windows"
+    instead = _instead(lib, idx, windows)
+    fixes: list[str] = []
+    need_major = cuda_major(lib)
+    if need_major is not None:
+        have, how = torch_cuda(torch)
+        if have is not None and have != need_major and torch is not None:
+            fixes.append(f"a build of {u.name} for CUDA {have}, the CUDA of {torch.label} ({how})")
+            fixes.append(
+                f"build it against this torch: `wh build` its recipe in an environment with "
+                f"{torch.label}"
+            )
+            fixes.append(
+                f"or a torch built for CUDA {need_major} with its CUDA {need_major} libraries "
+                "in the wheelhouse, and re-lock"
+            )
+        else:
+            fixes.append(
+                f"add the wheel that ships {lib} (the CUDA {need_major} libraries) to the "
+                "wheelhouse, and re-lock"
+            )
+    else:
+        pkg = system_package(lib) if platform.os == "linux" else ""
+        if pkg:
+            fixes.append(
+                f"install {pkg} on the target, then lock with --allow-missing-library "
+                f"'{lib}=installed from {pkg.split(' ')[0]}'"
+            )
+        else:
+            fixes.append(f"add a wheel that ships {lib} to the wheelhouse, and re-lock")
+            fixes.append(
+                f"if the target provides {lib} another way: --allow-missing-library '{lib}=WHY'"
+            )
+    kind = "delay-loaded " if delay else ""
+    where = "the lock, the installed distributions or the platform"
+    return LoadProblem(
+        "missing-library",
+        u.label,
+        b.member,
+        lib,
+        f"{u.label}: {b.member} needs {kind}{lib}, which nothing in {where} provides "
+        f"({platform.description})",
+        tuple(instead),
+        tuple(fixes),
+    )
+
+
+def _too_new(u: Unit, b: Binary, platform_libs: set[str], platform: Platform) -> list[LoadProblem]:
+    out = []
+    for lib, version in b.versions:
+        if lib not in platform_libs or not platform.too_new(version):
+            continue
+        ns, _, v = version.partition("_")
+        newer = policy_allowing(ns, v, platform.machine)
+        fixes = [f"a wheel of {u.name} built for {platform.manylinux} (or older)"]
+        if newer:
+            fixes.append(
+                f"if the target's glibc is new enough, lock for it: --platform "
+                f"{newer}_{platform.machine}"
+            )
+        out.append(
+            LoadProblem(
+                "symbol-version",
+                u.label,
+                b.member,
+                version,
+                f"{u.label}: {b.member} needs {version} from {lib}, newer than "
+                f"{platform.manylinux} allows (up to {ns}_{platform.newest(ns)})",
+                fixes=tuple(fixes),
+            )
+        )
+    return out
+
+
+def _unreadable(u: Unit, b: Binary) -> LoadProblem:
+    return LoadProblem(
+        "unreadable",
+        u.label,
+        b.member,
+        b.member,
+        f"{u.label}: {b.member} cannot be read: {b.problem}",
+        fixes=(
+            f"replace the wheel of {u.name} (it is damaged, or not what its name says)",
+            "--skip-load-check if you trust it as it is (recorded in the lock)",
+        ),
+    )
+
+
+def _torch_build(u: Unit, torch: Unit | None) -> list[LoadProblem]:
+    if u.built is None:
+        return []
+    built = u.built
+    recipe = built.recipe or "its recipe"
+    if torch is None:
+        return [
+            LoadProblem(
+                "torch-build",
+                u.label,
+                "",
+                f"torch {built.torch}",
+                f"{u.label} was built by `wh build` against torch {built.torch}, and the lock "
+                "has no torch",
+                fixes=(f"lock torch {built.torch} with it (or protect the installed one)",),
+            )
+        ]
+    if torch.version == built.torch:
+        return []
+    return [
+        LoadProblem(
+            "torch-build",
+            u.label,
+            "",
+            f"torch {built.torch}",
+            f"{u.label} was built by `wh build` against torch {built.torch}"
+            + (f" (CUDA {built.cuda})" if built.cuda else "")
+            + f"; the lock has torch {torch.version} ({torch.origin}): its C++ ABI is not "
+            "the one the extension was compiled for",
+            instead=(f"torch {torch.version} ({torch.origin})",),
+            fixes=(
+                f"rebuild it against this torch: `wh build {recipe}` in an environment with "
+                f"torch {torch.version}",
+                f"or keep torch {built.torch}: protect it (--protect 'torch=={built.torch}') "
+                "or put that wheel in the wheelhouse",
+            ),
+        )
+    ]
+
+
+def _inferred(u: Unit, torch: Unit | None) -> list[str]:
+    """Warnings from what can be inferred about a wheel that has no build record."""
+    if u.built is not None or torch is None or u.name == "torch":
+        return []
+    out = []
+    try:
+        tv = Version(torch.version)
+    except InvalidVersion:
+        return []
+    for r in u.requires:
+        if r.name.lower() != "torch" or r.marker is not None:
+            continue
+        pins = [s for s in r.specifier if s.operator in ("==", "===")]
+        if pins and not r.specifier.contains(tv, prereleases=True):
+            out.append(
+                f"{u.label} requires {r}, the lock has torch {torch.version}: it was likely "
+                "built against another torch"
+            )
+    have, how = torch_cuda(torch)
+    if have is not None and u.natives is not None:
+        needs = {lib for b in u.natives.binaries for lib, _ in iter_needs(b)}
+        majors = {m for m in (cuda_major(lib) for lib in needs) if m is not None}
+        for m in sorted(majors - {have}):
+            libs = sorted(lib for lib in needs if cuda_major(lib) == m)
+            out.append(
+                f"{u.label} needs CUDA {m} libraries ({', '.join(libs)}); torch "
+                f"{torch.version} uses CUDA {have} ({how})"
+            )
+    return out

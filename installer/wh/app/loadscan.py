@@ -1,0 +1,345 @@
+"""The load check's IO: read the natives of the locked wheels (cached by wheel digest, on
+the cores in parallel), list what the kept installed distributions ship (their RECORD),
+ask a live target's loader, run ``loadcheck.check``, and for ``wh verify`` do the same
+over the installed files."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from packaging.utils import NormalizedName, canonicalize_name
+
+from wh.app.loadcheck import BuiltAgainst, LoadProblem, LoadReport, Unit, check
+from wh.cache.stamps import write_json
+from wh.env.platformlibs import Platform, for_target, live
+from wh.errors import LockError
+from wh.model.loadoptions import LoadOptions
+from wh.settings import cache_dir
+from wh.wheel import natives as nat
+
+if TYPE_CHECKING:
+    from wh.app.verify import Finding
+    from wh.env.environment import Environment
+    from wh.model.installed import InstalledDist
+    from wh.model.lockfile import Lock
+    from wh.model.resolution import Resolution
+    from wh.model.target import Target
+    from wh.model.wheel import Wheel
+
+_FORMAT = 1
+
+
+class LoadCheckError(LockError):
+    """The lock cannot load: a needed library, symbol version or torch build is missing."""
+
+    kind = "load"
+
+    def __init__(self, problems: Sequence[LoadProblem], platform: str) -> None:
+        packages = sorted({p.package for p in problems})
+        details = [line for p in problems for line in p.render()]
+        super().__init__(
+            f"the lock cannot load on {platform}: {len(problems)} problem(s) in "
+            f"{', '.join(packages)}; nothing was written",
+            details=details,
+            hint="apply a fix above and re-lock; --allow-missing-library 'NAME=WHY' accepts one "
+            "library the target provides another way, --skip-load-check 'WHY' skips the check "
+            "(both are recorded in the lock)",
+        )
+        self.problems = tuple(problems)
+
+    def to_json(self) -> dict[str, object]:
+        return {**super().to_json(), "problems": [p.to_json() for p in self.problems]}
+
+
+def _cache_path(sha256: str) -> Path:
+    return cache_dir() / "natives" / f"{sha256}.json"
+
+
+def _stamp() -> dict[str, Any]:
+    return {"format": _FORMAT, "limits": nat.LIMITS}
+
+
+def _cached(sha256: str) -> nat.Natives | None:
+    if not sha256:
+        return None
+    try:
+        data = json.loads(_cache_path(sha256).read_text(encoding="utf-8"))
+        if data.get("stamp") == _stamp():
+            return nat.Natives.from_json(data["natives"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def natives_of(path: Path, sha256: str = "") -> nat.Natives:
+    """A wheel's natives, from the cache when a wheel of the same digest was read before."""
+    return read_many([(path, sha256)])[path]
+
+
+def read_many(wheels: Sequence[tuple[Path, str]]) -> dict[Path, nat.Natives]:
+    """Natives of many wheels: cached ones by digest; the members of the others read on
+    all cores at once, largest first (inflating releases the GIL), then cached."""
+    out: dict[Path, nat.Natives] = {}
+    pending: list[tuple[Path, str, list[nat.Member]]] = []
+    for path, sha256 in wheels:
+        if path in out:
+            continue
+        cached = _cached(sha256)
+        if cached is not None:
+            out[path] = cached
+            continue
+        try:
+            pending.append((path, sha256, nat.wheel_members(path)))
+        except (OSError, zipfile.BadZipFile) as exc:
+            out[path] = nat.Natives(
+                (), (nat.Binary(path.name, "?", problem=f"not a readable zip ({exc})"),)
+            )
+    tasks = [(i, j) for i, (_p, _s, ms) in enumerate(pending) for j in range(len(ms))]
+    tasks.sort(key=lambda t: -pending[t[0]][2][t[1]].size)
+
+    def read(task: tuple[int, int]) -> nat.Binary | None:
+        m = pending[task[0]][2][task[1]]
+        return nat.read_member(m.path, m.size, m.open)
+
+    workers = max(1, min(len(tasks), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        found = dict(zip(tasks, pool.map(read, tasks), strict=True))
+    for i, (path, sha256, members) in enumerate(pending):
+        natives = nat.natives_from(members, [found[(i, j)] for j in range(len(members))])
+        out[path] = natives
+        if sha256:
+            write_json(_cache_path(sha256), {"stamp": _stamp(), "natives": natives.to_json()})
+    return out
+
+
+def record_paths(dist: InstalledDist) -> list[str]:
+    """The files an installed distribution's RECORD names, relative to its site folder."""
+    if dist.dist_info is None:
+        return []
+    try:
+        text = (dist.dist_info / "RECORD").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    from wh.wheel.wheelfile import record_rows
+
+    out = []
+    for row in record_rows(text):
+        if row and row[0]:
+            out.append(PurePosixPath(row[0].replace("\\", "/")).as_posix())
+    return out
+
+
+def _installed_unit(dist: InstalledDist, origin: str) -> Unit:
+    libs = tuple(p for p in record_paths(dist) if nat.is_library_name(p))
+    return Unit(dist.name, str(dist.version), origin, nat.Natives(libs, ()), dist.requires)
+
+
+def _built(record: Mapping[str, Any] | None) -> BuiltAgainst | None:
+    if not record:
+        return None
+    torch = record.get("torch")
+    if not isinstance(torch, Mapping) or not torch.get("version"):
+        return None
+    recipe = record.get("recipe", {})
+    name = str(recipe.get("name", "")) if isinstance(recipe, Mapping) else ""
+    return BuiltAgainst(str(torch["version"]), str(torch.get("cuda", "")), name)
+
+
+def platform_for(target: Target, env: Environment | None) -> Platform:
+    """The target's platform; a live target's loader is asked what it finds."""
+    plat = for_target(target)
+    if env is None:
+        return plat
+    return for_target(target, live(plat.os))
+
+
+def lock_check(
+    resolution: Resolution,
+    target: Target,
+    env: Environment | None,
+    wheels: Sequence[Wheel],
+    digests: Mapping[Path, str],
+    records: Mapping[str, Mapping[str, Any]],
+    options: LoadOptions,
+) -> LoadReport | None:
+    """Check the resolution; raise ``LoadCheckError`` with every problem. None: skipped."""
+    if options.skip is not None:
+        return None
+    units: list[Unit] = []
+    todo: list[tuple[Path, str]] = []
+    chosen_wheels: dict[NormalizedName, Wheel] = {}
+    for name, chosen in resolution.packages.items():
+        w = chosen.candidate.wheel
+        if w is not None:
+            chosen_wheels[name] = w
+            todo.append((w.path, digests.get(w.path, w.sha256)))
+    # a protected distribution on a declared target: its wheel in the wheelhouse, if any
+    declared_pins: dict[NormalizedName, Wheel] = {}
+    for name, pin in resolution.pins.items():
+        if env is not None and name in env.dists:
+            continue
+        same = [
+            w
+            for w in wheels
+            if w.name == name and w.version == pin.version and target.wheel_rank(w.tags) is not None
+        ]
+        if same:
+            declared_pins[name] = same[0]
+            todo.append((same[0].path, same[0].sha256))
+    read = read_many(todo)
+    for name, w in chosen_wheels.items():
+        units.append(
+            Unit(
+                name,
+                str(w.version),
+                "protected" if name in resolution.pins else "locked",
+                read[w.path],
+                w.requires_dist,
+                _built(records.get(w.filename)),
+                w.filename,
+            )
+        )
+    for name, chosen in resolution.packages.items():
+        if name in chosen_wheels:
+            continue
+        origin = "protected" if name in resolution.pins else "kept"
+        if env is not None and name in env.dists:
+            units.append(_installed_unit(env.dists[name], origin))
+        elif name in declared_pins:
+            w = declared_pins[name]
+            units.append(Unit(name, str(w.version), origin, read[w.path], w.requires_dist))
+        else:
+            units.append(Unit(name, str(chosen.candidate.version), origin, None))
+    outside = None
+    if env is not None and "torch" in env.dists and "torch" not in resolution.packages:
+        dist = env.dists[NormalizedName("torch")]
+        origin = "protected" if "torch" in resolution.pins else "installed, outside the lock"
+        outside = Unit(NormalizedName("torch"), str(dist.version), origin, None)
+    report = check(units, platform_for(target, env), options.allow_missing, outside)
+    if report.problems:
+        raise LoadCheckError(report.problems, report.platform)
+    return report
+
+
+def lock_record(report: LoadReport | None, options: LoadOptions) -> dict[str, Any]:
+    """What ``[tool.wh] load-check`` of the lock says."""
+    if report is None:
+        return {"checked": False, "skipped": options.skip or ""}
+    data = report.to_json()
+    return {
+        "checked": True,
+        "platform": data["platform"],
+        "binaries": data["binaries"],
+        "needs-met": data["needs-met"],
+        "allowed-missing": data["allowed-missing"],
+        "warnings": data["warnings"],
+    }
+
+
+def summary(report: LoadReport | None, options: LoadOptions) -> dict[str, Any]:
+    """What ``wh lock --json`` reports: the lock's record and every need with its provider."""
+    out = lock_record(report, options)
+    if report is not None:
+        out["needs"] = [m.to_json() for m in report.met]
+    return out
+
+
+# -- wh verify: the same check over the installed files -------------------------------------
+
+
+def installed_check(lock: Lock, env: Environment) -> LoadReport:
+    """Check the environment's installed files of every locked package (read from disk),
+    against everything installed there and the live loader."""
+    units: list[Unit] = []
+    records = lock.tool.get("build-records", {})
+    by_file = {pkg.name: pkg.filename for pkg in lock.packages.values()}
+    for name, dist in sorted(env.dists.items()):
+        if name in lock.packages and dist.dist_info is not None:
+            site = dist.dist_info.parent
+            found = nat.file_natives(site, record_paths(dist))
+            built = _built(records.get(by_file.get(name, "")))
+            units.append(Unit(name, str(dist.version), "locked", found, dist.requires, built))
+        else:
+            units.append(_installed_unit(dist, "kept"))
+    allow = {
+        e["library"]: e["reason"]
+        for e in lock.tool.get("load-check", {}).get("allowed-missing", [])
+    }
+    return check(units, platform_for(env.target, env), allow)
+
+
+def verify_findings(lock: Lock, env: Environment) -> list[Finding]:
+    """``wh verify``'s load check: failures, unless the lock skipped the check (warnings)."""
+    from wh.app.verify import Finding
+
+    recorded = lock.tool.get("load-check", {})
+    skipped = recorded.get("checked") is False
+    report = installed_check(lock, env)
+    out: list[Finding] = []
+    for p in report.problems:
+        text = " / ".join(p.render())
+        if skipped:
+            out.append(Finding(True, "warning", f"load check (skipped by the lock): {text}"))
+        else:
+            out.append(Finding(False, "load", text))
+    out.extend(Finding(True, "warning", w) for w in report.warnings)
+    if not report.problems:
+        out.append(
+            Finding(
+                True,
+                "load",
+                f"load check: {report.binaries} installed binaries, {len(report.met)} needs met "
+                f"({report.platform})",
+            )
+        )
+    return out
+
+
+def why_libraries(
+    lock: Lock, name: NormalizedName, target: Target, live_target: bool = False
+) -> list[dict[str, Any]]:
+    """What the locked wheel of ``name`` needs and who provides each (``wh why --libraries``),
+    from the lock's wheels (cached natives) and the lock's platform (a live one's loader
+    asked again)."""
+    units = []
+    for pkg in lock.packages.values():
+        found = natives_of(pkg.wheel, pkg.sha256) if pkg.wheel.is_file() else None
+        units.append(Unit(pkg.name, str(pkg.version), "locked", found))
+    for p in lock.protections:
+        n = canonicalize_name(p["name"])
+        if n not in lock.packages:
+            units.append(Unit(n, str(p["version"]), "protected", None))
+    allow = {
+        e["library"]: e["reason"]
+        for e in lock.tool.get("load-check", {}).get("allowed-missing", [])
+    }
+    plat = for_target(target)
+    report = check(units, for_target(target, live(plat.os)) if live_target else plat, allow)
+    label = next((u.label for u in units if u.name == name), "")
+    rows: list[dict[str, Any]] = [
+        {**m.to_json(), "ok": True} for m in report.met if m.package == label
+    ]
+    rows += [
+        {
+            "package": p.package,
+            "member": p.member,
+            "library": p.subject,
+            "by": "",
+            "ok": False,
+            "problem": p.message,
+        }
+        for p in report.problems
+        if p.package == label
+    ]
+    rows += [
+        {"package": label, "member": "", "library": lib, "by": f"allowed: {why}", "ok": True}
+        for lib, why, by in report.allowed
+        if label in by.split(", ")
+    ]
+    return rows

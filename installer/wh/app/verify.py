@@ -1,0 +1,288 @@
+"""Verify an environment against a lock: closure (overrides counted), protections, checks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+from packaging.utils import NormalizedName, canonicalize_name
+
+from wh.env.environment import Environment
+from wh.install.outside import unsatisfied
+from wh.model.installed import InstalledDist
+from wh.model.lockfile import Lock
+from wh.model.plan import Guard
+from wh.proc import spawn as proc
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One verification result; ``ok`` False means the environment fails verification."""
+
+    ok: bool
+    kind: str  # installed | requirement | override | protection | check | warning
+    message: str
+    advice: str = ""  # what can make it pass (shown with a failure)
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"ok": self.ok, "kind": self.kind, "message": self.message}
+        if self.advice:
+            out["advice"] = self.advice
+        return out
+
+
+def closure(env: Environment, lock: Lock) -> list[Finding]:
+    """Every locked package installed at its version; every requirement of it satisfied."""
+    out: list[Finding] = []
+    overrides = {
+        canonicalize_name(Requirement(o["requirement"]).name): Requirement(o["requirement"])
+        for o in lock.overrides
+    }
+    for name in sorted(lock.packages):
+        pkg = lock.packages[name]
+        have = env.dists.get(name)
+        if have is None:
+            out.append(Finding(False, "installed", f"{name} {pkg.version} is not installed"))
+            continue
+        if have.version != pkg.version:
+            out.append(
+                Finding(
+                    False,
+                    "installed",
+                    f"{name} is {have.version} but the lock says {pkg.version}",
+                )
+            )
+            continue
+        out.append(Finding(True, "installed", f"{name} {have.version}"))
+    drops = {canonicalize_name(d["name"]): d for d in lock.tool.get("drops", [])}
+    names = sorted(set(lock.packages) | {canonicalize_name(p["name"]) for p in lock.protections})
+    for name in names:
+        dist = env.dists.get(name)
+        if dist is None:
+            continue
+        extras = frozenset(lock.packages[name].extras) if name in lock.packages else frozenset()
+        out.extend(_requirements(env, dist, extras, overrides, drops))
+    return out
+
+
+def _requirements(
+    env: Environment,
+    dist: InstalledDist,
+    extras: frozenset[NormalizedName],
+    overrides: Mapping[NormalizedName, Requirement],
+    drops: Mapping[NormalizedName, Mapping[str, str]],
+) -> list[Finding]:
+    out: list[Finding] = []
+    for req in dist.requires:
+        if not (env.target.evaluate(req.marker) or env.target.evaluate(req.marker, extras)):
+            continue
+        dep = canonicalize_name(req.name)
+        plain = Requirement(str(req))
+        plain.marker = None
+        have = env.dists.get(dep)
+        who = f"{dist.name} {dist.version}"
+        drop = drops.get(dep)
+        if drop is not None and have is None:
+            marker = drop.get("marker") or ""
+            if env.target.evaluate(Marker(marker) if marker else None):
+                out.append(
+                    Finding(
+                        True,
+                        "drop",
+                        f"{who} requires {plain}: dropped"
+                        + (f" where {marker}" if marker else "")
+                        + f" ({drop.get('reason') or 'no reason given'})",
+                    )
+                )
+                continue
+            out.append(
+                Finding(
+                    False,
+                    "requirement",
+                    f"{who} requires {plain}, not installed; the lock drops it only where "
+                    f"{marker}, which does not hold for {env.target.description}",
+                )
+            )
+            continue
+        if have is None:
+            out.append(Finding(False, "requirement", f"{who} requires {plain}, not installed"))
+        elif req.specifier.contains(have.version, prereleases=True):
+            continue
+        elif dep in overrides and overrides[dep].specifier.contains(have.version, prereleases=True):
+            out.append(
+                Finding(
+                    True,
+                    "override",
+                    f"{dep} {have.version} satisfies {dist.name}'s {req.specifier} by override "
+                    f"({overrides[dep]})",
+                )
+            )
+        else:
+            out.append(
+                Finding(
+                    False,
+                    "requirement",
+                    f"{who} requires {plain} but {dep} {have.version} is installed",
+                )
+            )
+    return out
+
+
+def protections(
+    env: Environment, lock: Lock, before: Mapping[NormalizedName, InstalledDist] | None = None
+) -> list[Finding]:
+    """Protected distributions are present, at the locked version, with unchanged RECORD."""
+    out: list[Finding] = []
+    for p in lock.protections:
+        name = canonicalize_name(p["name"])
+        have = env.dists.get(name)
+        if have is None:
+            out.append(Finding(False, "protection", f"protected {name} is missing"))
+            continue
+        expected_record = p.get("record-sha256")
+        if before is not None and name in before:
+            expected_record = before[name].record_sha256
+        if str(have.version) != p["version"]:
+            out.append(
+                Finding(
+                    False,
+                    "protection",
+                    f"protected {name} is {have.version}, expected {p['version']}",
+                )
+            )
+        elif expected_record and have.record_sha256 != expected_record:
+            out.append(Finding(False, "protection", f"protected {name} {have.version} changed"))
+        else:
+            out.append(Finding(True, "protection", f"protected {name} {have.version} unchanged"))
+    return out
+
+
+def run_checks(
+    env: Environment, imports: list[str], snippets: list[dict[str, str]]
+) -> list[Finding]:
+    """Import checks and Python snippets, each run in the target interpreter. A failure
+    carries its whole exception chain and, for a library the loader cannot find, its name."""
+    out: list[Finding] = []
+    for mod in imports:
+        done = proc.run(
+            [env.python, "-c", f"import {mod}"], env=proc.clean_env(), check=False, timeout=600
+        )
+        ok = done.returncode == 0
+        cause, advice = ("", "") if ok else failure_cause(done.stderr or done.stdout)
+        out.append(
+            Finding(ok, "check", f"import {mod}" + ("" if ok else f" failed: {cause}"), advice)
+        )
+    for snip in snippets:
+        done = proc.run(
+            [env.python, "-c", snip["code"]], env=proc.clean_env(), check=False, timeout=600
+        )
+        label = snip.get("description") or snip["code"]
+        ok = done.returncode == 0
+        cause, advice = ("", "") if ok else failure_cause(done.stderr or done.stdout)
+        if not ok and not cause:
+            cause = f"exit code {done.returncode}"
+        out.append(Finding(ok, "check", label + ("" if ok else f" failed: {cause}"), advice))
+    return out
+
+
+_LIBRARY = re.compile(
+    r"(?P<lib>[\w.+-]+\.(?:so(?:\.\d+)*|dll|dylib)): cannot open shared object file"
+    r"|(?:Library not loaded|image not found)[: ]+(?P<mac>\S+)"
+    r"|DLL load failed while importing (?P<win>\w+)"
+)
+
+
+def failure_cause(output: str) -> tuple[str, str]:
+    """The exception chain of a traceback (every exception line, last first) and advice.
+
+    Python prints a chain root cause first ("The above exception was the direct cause of
+    the following exception"); the lines that start at column 0 and are neither
+    "Traceback" nor those joiners are the exceptions themselves.
+    """
+    lines = output.strip().splitlines()
+    chain = [
+        ln.strip()
+        for ln in lines
+        if ln
+        and not ln[0].isspace()
+        and not ln.startswith("Traceback")
+        and not ln.startswith(("The above exception", "During handling of the above"))
+    ]
+    cause = " <- caused by: ".join(reversed(chain)) if chain else (lines[-1] if lines else "")
+    m = _LIBRARY.search(output)
+    if m:
+        lib = m.group("lib") or m.group("mac") or m.group("win")
+        return cause, (
+            f"the loader cannot find {lib}: add the wheel that ships it to the lock (for "
+            "libnvrtc/libcudart/libcublas: the nvidia-cuda-nvrtc/-runtime/cublas wheels of "
+            "the CUDA major the build needs) or put its folder on LD_LIBRARY_PATH (PATH on "
+            "Windows); on a build box without that library or GPU, install with --checks warn"
+        )
+    missing = re.search(r"No module named '([^']+)'", output)
+    if missing:
+        return cause, (
+            f"no module {missing.group(1)!r} in the environment: add the distribution that "
+            "provides it to the profile's requirements, or correct the check's module name"
+        )
+    return cause, "run the check by hand in the target interpreter to see all of its output"
+
+
+def guarded(
+    env: Environment,
+    guards: Mapping[NormalizedName, Guard],
+    before: Mapping[NormalizedName, InstalledDist] | None,
+) -> list[Finding]:
+    """Protections given at install/verify time: present, at their version, unchanged."""
+    out: list[Finding] = []
+    for name in sorted(guards):
+        g = guards[name]
+        have = env.dists.get(name)
+        if have is None:
+            out.append(Finding(False, "protection", f"protected {name} is missing"))
+        elif g.version is not None and have.version != g.version:
+            out.append(
+                Finding(False, "protection", f"protected {name} is {have.version}, not {g.version}")
+            )
+        elif (
+            before is not None
+            and name in before
+            and (
+                before[name].version != have.version
+                or before[name].record_sha256 != have.record_sha256
+            )
+        ):
+            out.append(Finding(False, "protection", f"protected {name} {have.version} changed"))
+        else:
+            out.append(Finding(True, "protection", f"protected {name} {have.version} unchanged"))
+    return out
+
+
+def whole_environment(
+    env: Environment, lock: Lock, before: Environment | None = None
+) -> list[Finding]:
+    """Every installed distribution's requirements, not only the lock's closure (which
+    ``closure`` reports): a failure the install caused fails; one already there before it
+    is a warning."""
+    covered = set(lock.packages) | {canonicalize_name(p["name"]) for p in lock.protections}
+    now = unsatisfied({n: d for n, d in env.dists.items()}, env.target)
+    was = unsatisfied(before.dists, before.target) if before is not None else {}
+    out: list[Finding] = []
+    for (name, req), message in sorted(now.items()):
+        if name in covered:
+            continue  # closure() reported it
+        if (name, req) in was:
+            out.append(Finding(True, "warning", f"{message} (already so before this install)"))
+        else:
+            out.append(
+                Finding(
+                    False,
+                    "requirement",
+                    message + " (outside the lock)",
+                    f"add {name} to the profile's requirements so the lock resolves it with "
+                    "the rest, or install what it requires",
+                )
+            )
+    return out

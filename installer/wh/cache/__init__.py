@@ -1,0 +1,1 @@
+"""wh's cache folder and what it remembers: stat keys, code stamps, wheels proven sound."""

@@ -1,0 +1,77 @@
+"""wh's cache files, and the stat fields that say a file is unchanged (cheap to import)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import packaging
+
+import wh
+from wh.settings import cache_dir
+
+
+def cache_file(kind: str, owner: Path) -> Path:
+    """The cache file of ``kind`` ("scan", "probe", "lockmemo") for the file or folder
+    ``owner``, named by a digest of its absolute path."""
+    name = hashlib.sha256(str(owner).encode()).hexdigest()[:24]
+    return cache_dir() / kind / f"{name}.json"
+
+
+def stat_key(st: os.stat_result, path: str | os.PathLike[str] | None = None) -> list[int]:
+    """What must be unchanged for a cached entry to stand. The change time is in it because
+    an in-place rewrite can restore size, mtime and inode, but never the change time.
+
+    On Windows ``st_ctime`` is the creation time, which a rewrite keeps: the change time
+    comes from NTFS instead (``windows_key``), read through ``path``."""
+    if os.name == "nt":  # pragma: no cover - Windows only; modelled by test_windows
+        return windows_key(st, path, _ntfs_change_time)
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def windows_key(
+    st: os.stat_result,
+    path: str | os.PathLike[str] | None,
+    change_time: Callable[[str | os.PathLike[str]], int | None],
+) -> list[int]:
+    """``stat_key`` on Windows: size, mtime, file index and the NTFS ChangeTime. Where the
+    change time cannot be read the key is one no later stat matches (a cache miss: slower,
+    never wrong)."""
+    changed = change_time(path) if path is not None else None
+    if changed is None:
+        changed = -time.time_ns()  # never equal to a recorded key
+    return [st.st_size, st.st_mtime_ns, st.st_ino, changed]
+
+
+def _ntfs_change_time(path: str | os.PathLike[str]) -> int | None:  # pragma: no cover
+    from wh.proc import win32
+
+    return win32.change_time(os.fspath(path), win32.kernel32())
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Replace ``path`` atomically. A cache that cannot be written only costs speed."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, sort_keys=True, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def code_stamp() -> list[Any]:
+    """wh's own code (an edited checkout changes it) and the libraries that decide a lock."""
+    import resolvelib
+
+    root = Path(wh.__file__).parent
+    files = []
+    for path in sorted([*root.rglob("*.py"), *root.glob("data/*.json")]):
+        st = path.stat()
+        files.append([path.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns])
+    return [wh.__version__, packaging.__version__, resolvelib.__version__, files]

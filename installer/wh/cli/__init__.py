@@ -1,0 +1,3 @@
+"""The command line: parses options, calls app, renders reports and errors. Nothing below it
+prints.
+"""

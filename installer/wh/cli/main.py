@@ -1,0 +1,1158 @@
+"""The `wh` command line: parse flags, call workflow, render results and errors. No logic here."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if __name__ == "__main__":  # `python -m wh.cli.main`: run the module the subcommands import,
+    from wh.cli.main import main as _main  # not a second copy of it (a circular import)
+
+    _main()
+    sys.exit(0)
+
+import click
+
+from wh import __version__
+from wh.errors import WhError
+
+if TYPE_CHECKING:
+    from wh.app.hooks import Hooks, TargetSpec
+    from wh.model.profile import Profile
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_CODES = """\b
+Exit codes:
+  0  success            7  installer backend failed
+  1  unexpected error   8  verification failed
+  2  usage error        9  profile malformed or unknown
+  3  wheelhouse problem 10 target interpreter/platform unusable
+  4  resolution conflict 11 build failed
+  5  lock missing, stale or tampered  12 environment busy (another wh)
+  6  protection refused 13 delegated command failed
+"""
+
+
+class WhGroup(click.Group):
+    """Renders every WhError in one place, as text on stderr or JSON on stdout."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except WhError as exc:
+            if ctx.meta.get("wh.json"):
+                click.echo(json.dumps(exc.to_json(), indent=2))
+            else:
+                click.echo(exc.render(), err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(
+    cls=WhGroup, epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]}
+)
+@click.version_option(__version__, prog_name="wh")
+def cli() -> None:
+    """wh: lock and install GPU Python stacks from a wheelhouse, offline."""
+
+
+def common(f: F) -> F:
+    """--json and -v, shared by every command."""
+
+    def set_json(ctx: click.Context, _p: click.Parameter, value: bool) -> bool:
+        ctx.meta["wh.json"] = value
+        return value
+
+    def set_verbose(_ctx: click.Context, _p: click.Parameter, value: int) -> int:
+        if value:
+            logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+        return value
+
+    f = click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        callback=set_json,
+        expose_value=True,
+        is_eager=True,
+        help="Machine-readable output on stdout.",
+    )(f)
+    f = click.option(
+        "-v", "--verbose", count=True, callback=set_verbose, help="Show delegated commands."
+    )(f)
+    return f
+
+
+def wheelhouse_option(f: F) -> F:
+    return click.option(
+        "--wheelhouse",
+        type=click.Path(path_type=Path),
+        default=Path("wheelhouse"),
+        show_default=True,
+        help="Folder of wheels.",
+    )(f)
+
+
+def target_options(f: F) -> F:
+    f = click.option(
+        "--python",
+        "python",
+        type=click.Path(path_type=Path),
+        help="Target interpreter or venv (default: the active environment).",
+    )(f)
+    f = click.option("--platform", help="Declared target platform, e.g. win_amd64.")(f)
+    f = click.option("--python-version", help="Declared target Python, e.g. 3.12.")(f)
+    return f
+
+
+def profile_options(f: F) -> F:
+    opts = [
+        click.argument("profile_name", metavar="[PROFILE]", required=False),
+        click.option(
+            "-c",
+            "--config",
+            "configs",
+            multiple=True,
+            type=click.Path(path_type=Path, exists=True, dir_okay=False),
+            help="Extra wh.toml/pyproject.toml to search for profiles.",
+        ),
+        click.option(
+            "-r",
+            "--requirement",
+            "requirements",
+            multiple=True,
+            help="Root requirement (repeatable).",
+        ),
+        click.option(
+            "--allow-overwrite",
+            "allow_overwrite",
+            multiple=True,
+            help="A distribution allowed to overwrite (or be overwritten by) another's files.",
+        ),
+        click.option(
+            "--extra-requirement",
+            "extra_requirements",
+            multiple=True,
+            help="A requirement no metadata declares, e.g. 'kernels==0.11.7' (repeatable).",
+        ),
+        click.option(
+            "--override",
+            "overrides",
+            multiple=True,
+            help="Override every wheel's requirement on a name, e.g. 'kernel==0.4.3'.",
+        ),
+        click.option(
+            "--drop",
+            "drops",
+            multiple=True,
+            help="Drop a dependency where a marker holds: 'uvloop; sys_platform == \"win32\"'.",
+        ),
+        click.option(
+            "--protect",
+            "protections",
+            multiple=True,
+            help="Protect an installed distribution: NAME or NAME==VERSION.",
+        ),
+        click.option(
+            "--check-import", "imports", multiple=True, help="Module to import after install."
+        ),
+        click.option(
+            "--check-snippet", "snippets", multiple=True, help="Python code that must exit 0."
+        ),
+        click.option(
+            "--link-mode",
+            type=click.Choice(["copy", "hardlink", "symlink", "clone"]),
+            help="How files are placed (default from the profile: copy).",
+        ),
+        click.option(
+            "--backend",
+            type=click.Choice(["auto", "uv", "pip"]),
+            help="Installer backend (default: uv, else pip).",
+        ),
+        click.option(
+            "--lockfile",
+            type=click.Path(path_type=Path),
+            help="Lock path (default: lockfiles/pylock.<profile>.toml).",
+        ),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def load_options(f: F) -> F:
+    """--allow-missing-library and --skip-load-check (the load check's escape hatches)."""
+    f = click.option(
+        "--skip-load-check",
+        "skip_load_check",
+        is_flag=False,
+        flag_value="--skip-load-check given",
+        default=None,
+        metavar="[REASON]",
+        help="Lock without checking that compiled members find their libraries (recorded "
+        "in the lock with REASON).",
+    )(f)
+    f = click.option(
+        "--allow-missing-library",
+        "allow_missing",
+        multiple=True,
+        metavar="NAME[=REASON]",
+        help="A library the target provides outside the lock, e.g. 'libnuma.so.1=apt "
+        "install libnuma1' (repeatable; recorded in the lock).",
+    )(f)
+    return f
+
+
+def _load(kw: dict[str, Any]) -> Any:
+    from wh.model.loadoptions import LoadOptions
+
+    return LoadOptions.parse(kw.pop("skip_load_check", None), kw.pop("allow_missing", ()))
+
+
+def _profile(kw: dict[str, Any]) -> Profile:
+    from wh.model.profile import Profile, default_search, load_profile
+
+    name = kw["profile_name"]
+    if name:
+        base = load_profile(name, [*kw["configs"], *default_search(Path.cwd())])
+    elif kw["requirements"] or kw["extra_requirements"]:
+        base = Profile(name="cli")
+    else:
+        raise click.UsageError("name a PROFILE or pass --requirement")
+    return base.with_flags(
+        requirements=kw["requirements"],
+        extra_requirements=kw["extra_requirements"],
+        allow_overwrite=kw["allow_overwrite"],
+        overrides=kw["overrides"],
+        protections=kw["protections"],
+        drops=kw["drops"],
+        imports=kw["imports"],
+        snippets=kw["snippets"],
+        link_mode=kw["link_mode"],
+        backend=kw["backend"],
+    )
+
+
+def _known_profile(kw: dict[str, Any]) -> Profile:
+    """The named profile where one is given and defined; else an empty one (a lock made
+    from flags, or a bundle's, carries its own protections and checks)."""
+    from wh.model.profile import Profile, default_search, find_profile
+
+    name = kw["profile_name"]
+    found = find_profile(name, [*kw["configs"], *default_search(Path.cwd())]) if name else None
+    return found or Profile(name="cli")
+
+
+def _lock_path(kw: dict[str, Any], profile_name: str) -> Path:
+    from wh.model.profile import default_lock_path
+
+    return kw["lockfile"] or default_lock_path(profile_name)
+
+
+def _spec(kw: dict[str, Any]) -> TargetSpec:
+    from wh.app.hooks import TargetSpec
+
+    return TargetSpec(kw["python"], kw["platform"], kw["python_version"])
+
+
+@contextmanager
+def _hooks(quiet: bool) -> Iterator[Hooks]:
+    """Progress on stderr: a bar while hashing (on a terminal), status lines otherwise."""
+    from wh.app.hooks import Hooks
+
+    if quiet:
+        yield Hooks()
+        return
+    if not sys.stderr.isatty():  # no bar to draw: rich is not even imported
+        yield Hooks(status=lambda m: click.echo(f"· {m}", err=True))
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("hashing", total=0, visible=False)
+
+        def total(n: int) -> None:
+            progress.update(task, total=n, completed=0, visible=n > 0)
+
+        yield Hooks(
+            status=lambda m: console.print(f"· {m}"),
+            hashing_total=total,
+            hashed=lambda _p: progress.advance(task),
+        )
+
+
+def _emit(as_json: bool, data: Any, text: Callable[[], None]) -> None:
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+    else:
+        text()
+
+
+@cli.command()
+@common
+@wheelhouse_option
+@click.option("--strict", is_flag=True, help="Exit 3 when any wheel had to be excluded.")
+def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
+    """List the wheels of a wheelhouse and every wheel that had to be excluded."""
+    from wh.app.workflow import scan_wheelhouse
+    from wh.errors import WheelhouseError
+
+    with _hooks(as_json) as hooks:
+        wh = scan_wheelhouse(wheelhouse, hooks)
+    data = {
+        "wheelhouse": str(wheelhouse),
+        "wheels": [
+            {
+                "filename": w.filename,
+                "name": w.name,
+                "version": str(w.version),
+                "tags": sorted(str(t) for t in w.tags),
+                "requires_dist": [str(r) for r in w.requires_dist],
+                "requires_python": str(w.requires_python) if w.requires_python else None,
+                "provides_extra": list(w.provides_extra),
+                "size": w.size,
+                "sha256": w.sha256,
+                "built_locally": w.built_locally,
+            }
+            for w in wh.wheels
+        ],
+        "excluded": [{"filename": p.path.name, "reason": p.reason} for p in wh.problems],
+    }
+
+    def text() -> None:
+        for w in wh.wheels:
+            built = "  [built locally]" if w.built_locally else ""
+            click.echo(
+                f"{w.name:30} {w.version!s:18} {w.size:>12,}  {w.sha256[:12]}  {w.filename}{built}"
+            )
+        click.echo(f"{len(wh.wheels)} wheel(s), {len(wh.problems)} excluded")
+        for p in wh.problems:
+            click.echo(f"excluded {p}")
+
+    _emit(as_json, data, text)
+    if strict and wh.problems:
+        raise WheelhouseError(
+            f"{len(wh.problems)} wheel(s) excluded from {wheelhouse}",
+            details=[str(p) for p in wh.problems],
+            hint="remove or replace the broken wheels",
+        )
+
+
+@cli.command()
+@common
+@profile_options
+@wheelhouse_option
+@target_options
+@load_options
+@click.option("--check", is_flag=True, help="Only tell whether the lock is still true.")
+@click.option(
+    "--ignore-installed",
+    is_flag=True,
+    help="Resolve from the wheelhouse alone, not keeping what the environment has.",
+)
+@click.option(
+    "--prereleases",
+    type=click.Choice(["if-necessary-or-explicit", "allow", "disallow"]),
+    default="if-necessary-or-explicit",
+    show_default=True,
+)
+@click.option(
+    "--index-url",
+    help="Name each wheel by its URL on this index (a `wh index` of the wheelhouse, served), "
+    "not by path: a lock for the machines of a fleet.",
+)
+def lock(
+    as_json: bool,
+    verbose: int,
+    wheelhouse: Path,
+    check: bool,
+    prereleases: str,
+    ignore_installed: bool,
+    index_url: str | None,
+    **kw: Any,
+) -> None:
+    """Resolve PROFILE from the wheelhouse and write a PEP 751 lock."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    from wh.app.lockmemo import lock_report
+    from wh.errors import LockError
+
+    load = _load(kw)
+    profile = _profile(kw)
+    path = _lock_path(kw, profile.name)
+    with _hooks(as_json) as hooks:
+        if check:
+            from wh.app.workflow import check_lock
+
+            problems = check_lock(
+                profile,
+                wheelhouse,
+                path,
+                _spec(kw),
+                hooks,
+                prereleases=prereleases,
+                use_installed=not ignore_installed,
+                load=load,
+            )
+            if problems:
+                raise LockError(
+                    f"{path} is out of date",
+                    details=problems[:60],
+                    hint=f"re-lock with `wh lock {profile.name}` and review the diff",
+                )
+            _emit(
+                as_json,
+                {"lockfile": str(path), "up_to_date": True},
+                lambda: click.echo(f"{path} is up to date"),
+            )
+            return
+        data = lock_report(
+            profile,
+            wheelhouse,
+            path,
+            _spec(kw),
+            hooks,
+            prereleases=prereleases,
+            use_installed=not ignore_installed,
+            index_url=index_url,
+            load=load,
+        )
+
+    def text() -> None:
+        packages = data["packages"]
+        click.echo(f"locked {len(packages)} package(s) for {data['target']['description']}")
+        for i, level in enumerate(data["install_order"], 1):
+            click.echo(f"  level {i}: " + ", ".join(f"{n} {packages[n]}" for n in level))
+        for a in data["overrides_applied"]:
+            click.echo(
+                f"override: {a['by']}: {a['original']} -> {a['replacement']}"
+                + (f" ({a['reason']})" if a["reason"] else "")
+            )
+        for text in data["unused_overrides"]:
+            name = canonicalize_name(Requirement(text).name)
+            click.echo(f"unused override: {text} (nothing required {name})")
+        for d in data["drops_applied"]:
+            click.echo(f"dropped: {d['by']}: {d['requirement']} ({d['reason'] or 'no reason'})")
+        for text in data["unused_drops"]:
+            click.echo(f"unused drop: {text} (no wheel requires it on this target)")
+        for n, version in data["protected"].items():
+            click.echo(f"protected: {n} {version} kept as installed")
+        if data["excluded_wheels"]:
+            click.echo(f"excluded {len(data['excluded_wheels'])} wheel(s):")
+            for e in data["excluded_wheels"]:
+                click.echo(f"  {e['filename']}: {e['reason']}")
+        if data["skipped_for_target"]:
+            click.echo(
+                f"skipped {len(data['skipped_for_target'])} wheel(s) of locked packages "
+                "for this target:"
+            )
+            for e in data["skipped_for_target"]:
+                click.echo(f"  {e['filename']}: {e['reason']}")
+        if data.get("overwrites"):
+            from wh.install.overwrite import allow_hint
+
+            click.echo(f"overwrites: {len(data['overwrites'])} file(s) written by two wheels:")
+            for line in data["overwrites"]:
+                click.echo(f"  {line}")
+            click.echo(f"  {allow_hint(data['overwrites'])}")
+        _print_load_check(data.get("load_check", {}))
+        click.echo(f"{'wrote' if data['changed'] else 'unchanged'} {path}")
+
+    _emit(as_json, data, text)
+
+
+def _print_load_check(lc: dict[str, Any]) -> None:
+    if not lc:
+        return
+    if not lc.get("checked"):
+        click.echo(f"load check skipped: {lc.get('skipped', '')} (recorded in the lock)")
+        return
+    click.echo(
+        f"load check: {lc['binaries']} compiled member(s), {lc['needs-met']} need(s) met "
+        f"({lc['platform']})"
+    )
+    for a in lc.get("allowed-missing", []):
+        click.echo(f"  allowed missing: {a['library']} ({a['reason']}), needed by {a['needed-by']}")
+    for w in lc.get("warnings", []):
+        click.echo(f"  warning: {w}")
+
+
+@cli.command()
+@common
+@profile_options
+@wheelhouse_option
+@target_options
+@load_options
+@click.option("--locked", is_flag=True, help="Install the existing lock as is; never re-lock.")
+@click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
+@click.option(
+    "--reinstall", is_flag=True, help="Reinstall every locked package (never protected ones)."
+)
+@click.option(
+    "--lock-timeout",
+    type=float,
+    default=600.0,
+    show_default=True,
+    help="Seconds to wait for another wh installing into the same environment.",
+)
+@click.option(
+    "--bundle",
+    type=click.Path(path_type=Path),
+    help="Install a `wh bundle` archive or unpacked folder (verified first; implies --locked).",
+)
+@click.option(
+    "--trust",
+    "trust",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="With --bundle: the public key (KEY.pub) of a bundle maker you trust (repeatable); "
+    "the bundle must be signed by one of them.",
+)
+@click.option(
+    "--allow-unsigned",
+    is_flag=True,
+    help="With --bundle: install a bundle no trusted key signed (check its sha256 otherwise).",
+)
+@click.option(
+    "--uv-cache",
+    type=click.Choice(["auto", "shared", "private"]),
+    default="auto",
+    show_default=True,
+    help="Copy-mode installs with uv: unpack through the user's uv cache (shared) or a "
+    "throwaway one, each file written once (private); auto: private when uv's cache lacks "
+    "at least half the bytes.",
+)
+@click.option(
+    "--checks",
+    "checks_mode",
+    type=click.Choice(["all", "warn"]),
+    default="all",
+    show_default=True,
+    help="all: a failed import/snippet check undoes the install; warn: install and report "
+    "it (a build box without a GPU).",
+)
+def install(
+    as_json: bool,
+    verbose: int,
+    wheelhouse: Path,
+    locked: bool,
+    dry_run: bool,
+    reinstall: bool,
+    lock_timeout: float,
+    bundle: Path | None,
+    trust: tuple[Path, ...],
+    allow_unsigned: bool,
+    uv_cache: str,
+    checks_mode: str,
+    **kw: Any,
+) -> None:
+    """Lock PROFILE (unless --locked) and install it, offline, in dependency order."""
+    from wh.app.workflow import do_install, do_lock
+    from wh.env.environment import default_python
+    from wh.errors import TargetError
+
+    if kw["platform"] or kw["python_version"]:
+        raise TargetError(
+            "install needs a live interpreter, not a declared target",
+            hint="use --python PATH (lock for a declared target with `wh lock`)",
+        )
+    if bundle is not None:
+        from wh.app.bundle import open_bundle
+
+        kw["lockfile"] = open_bundle(
+            bundle,
+            on_close=click.get_current_context().call_on_close,
+            status=lambda m: None if as_json else click.echo(f"· {m}", err=True),
+            trust=trust,
+            allow_unsigned=allow_unsigned,
+        )
+        locked = True
+    load = _load(kw)
+    python = kw["python"] or default_python()
+    from wh.app.asked import from_flags
+
+    preread = None
+    if locked:
+        if not (kw["profile_name"] or kw["lockfile"]):
+            raise click.UsageError("name a PROFILE or pass --lockfile")
+        path = _lock_path(kw, str(kw["profile_name"]))
+        # the named profile's protections guard a lock made without them
+        asked = from_flags(
+            _known_profile(kw).protections,
+            kw["protections"],
+            kw["imports"],
+            kw["snippets"],
+            checks_mode,
+        )
+    else:
+        profile = _profile(kw)
+        path = _lock_path(kw, profile.name)
+        asked = from_flags((), (), (), (), checks_mode)  # the profile's are in the lock
+    with _hooks(as_json) as hooks:
+        if not locked:
+            made = do_lock(
+                profile,
+                wheelhouse,
+                path,
+                _spec({**kw, "python": python}),
+                hooks,
+                write=not dry_run,  # a dry run writes nothing, the lock included
+                load=load,
+            )
+            if dry_run:
+                from wh.model import lockfile as lockmod
+
+                preread = lockmod.parse(made.data, path)
+        result = do_install(
+            path,
+            python,
+            hooks,
+            dry_run=dry_run,
+            reinstall=reinstall,
+            backend_name=kw["backend"],
+            link_mode=kw["link_mode"],
+            lock_timeout=lock_timeout,
+            uv_cache=uv_cache,
+            asked=asked,
+            lock=preread,
+        )
+    plan = result.plan
+    data = {
+        "lockfile": str(path),
+        "dry_run": dry_run,
+        "backend": result.backend,
+        "link_mode": result.link_mode,
+        "plan": plan.to_json(),
+        "checks": list(result.checks),
+        "verify": [f.to_json() for f in result.findings],
+    }
+
+    def text() -> None:
+        click.echo(
+            f"plan for {result.env_before.python} ({result.backend}, {result.link_mode}, "
+            f"lock {path}):"
+        )
+        if not plan.batches:
+            click.echo("  nothing to do")
+        for i, batch in enumerate(plan.batches, 1):
+            click.echo(f"  batch {i}: " + "; ".join(a.describe() for a in batch))
+        for a in plan.kept:
+            click.echo(f"  keep {a.package.name} {a.package.version}")
+        if dry_run:
+            for label in result.checks:
+                click.echo(f"  would check: {label}")
+            click.echo("dry run: nothing was changed")
+        _print_findings(result.findings)
+
+    _emit(as_json, data, text)
+    _finish(as_json, result.findings)
+
+
+def _finish(as_json: bool, findings: list[Any]) -> None:
+    """Exit 8 on failed verification; in JSON mode the findings already carry the details."""
+    from wh.app.workflow import raise_on_failures
+    from wh.errors import VerifyError
+
+    if as_json:
+        if any(not f.ok for f in findings):
+            raise SystemExit(VerifyError.exit_code)
+        return
+    raise_on_failures(findings)
+
+
+def _print_findings(findings: list[Any]) -> None:
+    if not findings:
+        return
+    click.echo("verify:")
+    for f in findings:
+        mark = "ok  " if f.ok and f.kind != "warning" else ("warn" if f.ok else "FAIL")
+        click.echo(f"  {mark} {f.message}")
+    bad = sum(not f.ok for f in findings)
+    click.echo("verification passed" if not bad else f"verification FAILED ({bad} problem(s))")
+
+
+@cli.command()
+@common
+@profile_options
+@click.option(
+    "--python",
+    "python",
+    type=click.Path(path_type=Path),
+    help="Environment to verify (default: the active one).",
+)
+def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
+    """Check an environment against PROFILE's lock: closure, protections, checks."""
+    from wh.app.asked import from_flags
+    from wh.app.workflow import verify_env
+    from wh.env.environment import default_python
+    from wh.model import lockfile as lockmod
+    from wh.model.profile import default_lock_path
+
+    name = kw["profile_name"]
+    if name is None and not kw["lockfile"]:
+        raise click.UsageError("name a PROFILE or pass --lockfile")
+    path = kw["lockfile"] or default_lock_path(str(name))
+    from wh.install.safeguard import recover_env
+
+    asked = from_flags(
+        _known_profile(kw).protections if name and name != "cli" else (),
+        kw["protections"],
+        kw["imports"],
+        kw["snippets"],
+    )
+    target = python or default_python()
+    recovered = recover_env(target)  # a killed install is rolled back
+    if recovered:
+        click.echo(recovered, err=True)
+    findings = verify_env(lockmod.read(path), target, asked=asked)
+    _emit(
+        as_json,
+        {"lockfile": str(path), "verify": [f.to_json() for f in findings]},
+        lambda: _print_findings(findings),
+    )
+    _finish(as_json, findings)
+
+
+@cli.command()
+@common
+@click.argument("name")
+@click.argument("profile_name", metavar="[PROFILE]", required=False)
+@click.option("--lockfile", type=click.Path(path_type=Path))
+@click.option("--version", "version", help="Explain why this version was not chosen.")
+@click.option(
+    "--libraries", is_flag=True, help="List the native libraries NAME needs and who provides each."
+)
+@wheelhouse_option
+@target_options
+def why(
+    as_json: bool,
+    verbose: int,
+    name: str,
+    profile_name: str | None,
+    lockfile: Path | None,
+    version: str | None,
+    libraries: bool,
+    wheelhouse: Path,
+    **kw: Any,
+) -> None:
+    """Why NAME is in the lock (the chain of requirements), or why --version was not chosen."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    from wh.app.why import chains, why_not
+    from wh.model import lockfile as lockmod
+    from wh.model.profile import default_lock_path
+
+    if not lockfile and not profile_name:
+        raise click.UsageError("name a PROFILE or pass --lockfile")
+    if version:
+        from packaging.version import InvalidVersion
+
+        try:
+            Version(version)
+        except InvalidVersion:
+            raise click.BadParameter(
+                f"{version!r} is not a PEP 440 version (e.g. 0.4.1, 2.9.1+cu130)",
+                param_hint="--version",
+            ) from None
+    path = lockfile or default_lock_path(str(profile_name))
+    lk = lockmod.read(path)
+    key = canonicalize_name(name)
+    dropped = [
+        d
+        for d in lk.tool.get("drops-applied", [])
+        if canonicalize_name(Requirement(d["requirement"]).name) == key
+    ]
+    found = chains(lk, key) if not dropped or key in lk.packages else []
+    applied = [
+        a
+        for a in lk.tool.get("overrides-applied", [])
+        if canonicalize_name(Requirement(a["replacement"]).name) == key
+    ]
+    not_chosen: list[str] = []
+    if version:
+        from wh.model.target import declared
+        from wh.wheelhouse.scan import scan as do_scan
+
+        tgt = lk.tool.get("target", {})
+        if kw["platform"] or kw["python_version"] or tgt.get("platform"):
+            target = declared(
+                kw["platform"] or tgt["platform"], kw["python_version"] or tgt["python-version"]
+            )
+        else:
+            from wh.env.environment import default_python, probe
+
+            target = probe(kw["python"] or default_python()).target
+        not_chosen = why_not(lk, key, Version(version), list(do_scan(wheelhouse).wheels), target)
+    libs: list[dict[str, Any]] = []
+    if libraries:
+        from wh.app.loadscan import why_libraries
+
+        target = _lock_target(lk, kw)
+        libs = why_libraries(lk, key, target, live_target=target.python is not None)
+    pkg = lk.packages.get(key)
+    data = {
+        "name": key,
+        "version": str(pkg.version) if pkg else None,
+        "chains": [
+            [{"parent": link.parent, "requirement": link.requirement} for link in c] for c in found
+        ],
+        "overrides": applied,
+        "dropped": dropped,
+        "why_not": not_chosen,
+        **({"libraries": libs} if libraries else {}),
+    }
+
+    def text() -> None:
+        for d in dropped:
+            click.echo(
+                f"{key} is dropped in {path}: {d['by']} requires {d['requirement']}, dropped"
+                + (f" where {d['marker']}" if d["marker"] else "")
+                + f" ({d['reason'] or 'no reason given'})"
+            )
+        if dropped and not found:
+            return
+        click.echo(f"{key} {pkg.version if pkg else '(protected, kept)'} is in {path} because:")
+        for c in found:
+            click.echo(
+                "  " + "  ->  ".join(f"{link.parent} requires {link.requirement}" for link in c)
+            )
+        for a in applied:
+            click.echo(
+                f"  override: {a['by']} asked {a['original']}, replaced by {a['replacement']}"
+                + (f" ({a['reason']})" if a.get("reason") else "")
+            )
+        if version:
+            click.echo(f"why not {key} {version}:")
+            for line in not_chosen:
+                click.echo(f"  {line}")
+        if libraries:
+            click.echo(f"native libraries {key} needs ({len(libs)}):")
+            for row in libs:
+                where = row["by"] if row["ok"] else f"MISSING: {row['problem']}"
+                click.echo(f"  {row['member']}: {row['library']} <- {where}")
+
+    _emit(as_json, data, text)
+
+
+def _lock_target(lk: Any, kw: dict[str, Any]) -> Any:
+    """The target a lock was made for (a live one is probed again)."""
+    from wh.model.target import declared
+
+    tgt = lk.tool.get("target", {})
+    if kw["platform"] or kw["python_version"] or tgt.get("platform"):
+        return declared(
+            kw["platform"] or tgt["platform"], kw["python_version"] or tgt["python-version"]
+        )
+    from wh.env.environment import default_python, probe
+
+    return probe(kw["python"] or default_python()).target
+
+
+def _register_subcommands() -> None:
+    """Commands that live in their own subpackages, added to the group here."""
+    from wh.cli.build import build
+    from wh.cli.export import export_cmd
+    from wh.cli.recover import recover
+
+    cli.add_command(build)
+    cli.add_command(recover)
+    cli.add_command(export_cmd)
+
+
+_register_subcommands()
+
+
+# -- air-gapped workstations and fleets: fetch, bundle, index (logic in fetch/bundle/index) --
+
+
+def _fetch_targets(kw: dict[str, Any]) -> list[Any]:
+    from wh.app.hooks import TargetSpec
+
+    platforms, versions = kw["platforms"], kw["python_versions"]
+    if bool(platforms) != bool(versions):
+        raise click.UsageError("a declared target needs --platform and --python-version")
+    targets = [TargetSpec(None, p, v).resolve() for p in platforms for v in versions]
+    if kw["python"] or not targets:
+        targets.append(TargetSpec(kw["python"]).resolve())
+    return targets
+
+
+@cli.command()
+@common
+@profile_options
+@wheelhouse_option
+@click.option(
+    "--python", "python", type=click.Path(path_type=Path), help="Fetch for a live interpreter."
+)
+@click.option(
+    "--platform", "platforms", multiple=True, help="Declared platform, e.g. win_amd64 (repeat)."
+)
+@click.option(
+    "--python-version", "python_versions", multiple=True, help="Declared Python, e.g. 3.12."
+)
+@click.option(
+    "--index",
+    "index_pins",
+    multiple=True,
+    help="Take one package from its own index: NAME=URL (repeatable).",
+)
+@click.option(
+    "--index-url",
+    help="The index to resolve and download from (default: pip's configured index-url, else PyPI).",
+)
+@click.option("--dry-run", is_flag=True, help="Resolve and print the closure; download nothing.")
+@click.option(
+    "--refresh",
+    is_flag=True,
+    help="Read every project page from the index again (default: reuse one read in the last "
+    "10 minutes, or the index's own max-age).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 32),
+    default=6,
+    show_default=True,
+    help="Wheels downloading at once.",
+)
+def fetch(
+    as_json: bool,
+    verbose: int,
+    wheelhouse: Path,
+    index_pins: tuple[str, ...],
+    index_url: str | None,
+    dry_run: bool,
+    jobs: int,
+    refresh: bool,
+    **kw: Any,
+) -> None:
+    """Resolve PROFILE over the index's metadata, then download exactly those wheels."""
+    from wh.app.fetch import fetch as do_fetch
+    from wh.app.fetch import fetch_json, parse_index_option, pip_env_note
+    from wh.errors import WheelhouseError
+
+    profile = _profile(kw)
+    targets = _fetch_targets(kw)
+    with _hooks(as_json) as hooks:
+        hooks.status(pip_env_note())
+        report = do_fetch(
+            profile,
+            wheelhouse,
+            targets,
+            indexes=parse_index_option(index_pins),
+            index_url=index_url,
+            dry_run=dry_run,
+            status=hooks.status,
+            jobs=jobs,
+            refresh=refresh,
+        )
+    data = fetch_json(report, wheelhouse, dry_run)
+
+    def text() -> None:
+        by_target: dict[str, int] = {}
+        for e in report.closure:
+            by_target[e.target] = by_target.get(e.target, 0) + 1
+        for t, n in by_target.items():
+            click.echo(f"resolved {n} wheel(s) for {t}")
+        for t, d in report.dropped:
+            click.echo(
+                f"dropped for {t}: {d.by} requires {d.requirement} ({d.reason or 'no reason'})"
+            )
+        for t, u in report.unused_drops:
+            click.echo(f"unused drop for {t}: {u.describe()} (no wheel requires it there)")
+        for k in report.kept:
+            click.echo(f"kept: {k}")
+        if dry_run:
+            for e in report.closure:
+                click.echo(f"  {e.filename}  {e.url or '(in the wheelhouse)'}")
+            click.echo("dry run: nothing was downloaded")
+            return
+        click.echo(
+            f"downloaded {len(report.downloaded)} wheel(s) ({report.downloaded_bytes:,} bytes), "
+            f"{len(report.present)} already present, into {wheelhouse}"
+        )
+        for t, r in report.resolutions.items():
+            click.echo(f"the wheelhouse locks for {t}: {len(r.packages)} package(s)")
+
+    _emit(as_json, data, text)
+    if report.missing:
+        raise WheelhouseError(
+            f"{len(report.missing)} requirement(s) cannot be had as wheels; nothing was downloaded"
+            if not report.downloaded
+            else f"{len(report.missing)} wheel(s) could not be had",
+            details=[str(m) for m in report.missing],
+            hint="follow the advice on each line, then run `wh fetch` again: wheels already "
+            "in the wheelhouse are checked, not downloaded twice",
+        )
+
+
+@cli.command("index")
+@common
+@wheelhouse_option
+def index_cmd(as_json: bool, verbose: int, wheelhouse: Path) -> None:
+    """Turn the wheelhouse into a static package index (serve the folder, use /simple/)."""
+    from wh.airgap.simpleindex import build_index
+
+    result = build_index(wheelhouse)
+    data = {
+        "index": str(result.root),
+        "projects": {n: [f.filename for f in fs] for n, fs in result.projects.items()},
+        "written": [str(p) for p in result.written],
+        "removed": [str(p) for p in result.removed],
+        "excluded": [str(p) for p in result.problems],
+    }
+
+    def text() -> None:
+        files = sum(len(fs) for fs in result.projects.values())
+        click.echo(
+            f"indexed {len(result.projects)} project(s), {files} wheel(s) in {result.root}: "
+            f"{len(result.written)} file(s) written, {len(result.removed)} removed"
+        )
+        for p in result.problems:
+            click.echo(f"excluded {p}")
+        click.echo(f"serve {wheelhouse} and use --index-url http://HOST/simple/")
+
+    _emit(as_json, data, text)
+
+
+@cli.command()
+@common
+@profile_options
+@wheelhouse_option
+@target_options
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Bundle file: .zip (default), .tar or .tar.gz.",
+)
+@click.option(
+    "--wh-wheels",
+    type=click.Path(path_type=Path),
+    help="Folder with wh's wheel and its dependencies for the target "
+    "(default: build wh from its source tree and fetch its dependencies).",
+)
+@click.option(
+    "--sign",
+    "sign_key",
+    type=click.Path(path_type=Path),
+    help="Sign the bundle's manifest with this ed25519 private key (`wh keygen KEY`).",
+)
+def bundle(
+    as_json: bool,
+    verbose: int,
+    wheelhouse: Path,
+    output: Path,
+    wh_wheels: Path | None,
+    sign_key: Path | None,
+    **kw: Any,
+) -> None:
+    """Write one archive to install PROFILE offline: lock, wheels, wh, manifest, scripts."""
+    from wh.app.bundle import make_bundle
+
+    profile = _profile(kw)
+    with _hooks(as_json) as hooks:
+        result = make_bundle(
+            profile,
+            wheelhouse,
+            _spec(kw),
+            output,
+            hooks,
+            tool_wheels=wh_wheels,
+            sign_key=sign_key,
+        )
+    data = {
+        "bundle": str(result.path),
+        "lock": result.lock_name,
+        "packages": list(result.packages),
+        "wh_wheels": list(result.tool_wheels),
+        "files": result.files,
+        "size": result.size,
+        "sha256": result.sha256,
+        "signed_by": result.signed_by,
+        "needs_installed": list(result.needs_installed),
+    }
+    for need in result.needs_installed:  # loud on stderr, JSON or not: the bundle lacks it
+        click.echo(
+            f"warning: the bundle carries no wheel of {need}: the offline machine must already "
+            "have exactly that build installed, or the bundle's install is refused (exit 6); "
+            "to carry it, put its wheel in the wheelhouse and bundle again",
+            err=True,
+        )
+
+    def text() -> None:
+        click.echo(
+            f"wrote {result.path}: {len(result.packages)} locked wheel(s), "
+            f"{len(result.tool_wheels)} wheel(s) for wh, {result.files} file(s), "
+            f"{result.size:,} bytes"
+        )
+        click.echo(f"sha256 {result.sha256}  (compare it on the offline machine)")
+        if result.signed_by:
+            click.echo(f"signed by {result.signed_by}: install with --trust KEY.pub")
+        click.echo("offline: unpack it, then run install.ps1 (Windows) or install.sh")
+
+    _emit(as_json, data, text)
+
+
+@cli.command()
+@common
+@click.argument("key", type=click.Path(path_type=Path))
+def keygen(as_json: bool, verbose: int, key: Path) -> None:
+    """Make an ed25519 key pair for `wh bundle --sign`: KEY (private) and KEY.pub."""
+    from wh.airgap.signing import generate
+
+    fp = generate(key)
+    data = {"private_key": str(key), "public_key": f"{key}.pub", "fingerprint": fp}
+    _emit(
+        as_json,
+        data,
+        lambda: click.echo(
+            f"wrote {key} (keep it private) and {key}.pub (give it to whoever installs): {fp}"
+        ),
+    )
+
+
+def _refusals() -> None:
+    """Options a command cannot use where given are refused with why (wh/cli/flags.py)."""
+    from wh.cli import flags as cf
+    from wh.cli.export import export_cmd
+
+    for cmd, rules in (
+        (install, cf.INSTALL),
+        (verify, cf.VERIFY),
+        (fetch, cf.FETCH),
+        (bundle, cf.BUNDLE),
+        (why, cf.WHY),
+        (scan, cf.SCAN),
+        (index_cmd, cf.INDEX),
+        (keygen, cf.KEYGEN),
+        (export_cmd, cf.EXPORT),
+        (cli.commands["build"], cf.BUILD),
+    ):
+        cf.refuse_in(cmd, rules)
+
+
+_refusals()
+
+
+def main() -> None:
+    from wh.proc.lifetime import sigterm_as_interrupt
+
+    sigterm_as_interrupt()  # SIGTERM rolls an install back like Ctrl-C
+    cli(prog_name="wh")

@@ -1,0 +1,1 @@
+"""A live environment: its interpreter, installed distributions, and what its loader provides."""

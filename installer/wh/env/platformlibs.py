@@ -1,0 +1,190 @@
+"""What a target's platform gives the dynamic loader: manylinux policy libraries and symbol
+versions, the loader itself, the GPU driver, Windows system DLLs, the MSVC runtime, the
+interpreter, and on a live target what its loader can find (ldconfig cache, PATH).
+
+The facts are data (``wh/data/platform.json``, sources named in its ``about``);
+this module only reads them and answers questions about one target.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from wh.model.target import Target
+
+DATA = Path(__file__).parents[1] / "data" / "platform.json"
+
+
+@lru_cache(maxsize=1)
+def facts() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    return data
+
+
+_MACHINES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
+_MACHINES.update({"x86": "i686", "i386": "i686", "i686": "i686"})
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One target's platform, as the load check sees it."""
+
+    os: str  # "linux", "windows" or another sys_platform
+    machine: str  # normalized: x86_64, aarch64, i686
+    python: str  # "3.12"
+    manylinux: str = ""  # the newest policy the target's tags allow, e.g. "manylinux_2_28"
+    libraries: frozenset[str] = frozenset()  # that policy's allowed system libraries
+    symbol_versions: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    found: Mapping[str, str] = field(default_factory=dict)  # name -> where the live loader has it
+
+    @property
+    def description(self) -> str:
+        base = self.manylinux or self.os
+        return f"{base} {self.machine}" + (" (live loader searched)" if self.found else "")
+
+    def provides(self, library: str) -> str | None:
+        """Who on the platform provides ``library`` (a phrase), or None."""
+        f = facts()
+        if self.os == "linux":
+            if library in f["linux-loader"]:
+                return "the dynamic loader"
+            if library in f["linux-driver"]:
+                return "the GPU driver"
+            if library in self.libraries:
+                return f"the {self.manylinux} platform (policy)"
+            if re.fullmatch(rf"libpython{re.escape(self.python)}\.so(\.\d+)*", library):
+                return f"the Python {self.python} interpreter"
+        elif self.os == "windows":
+            low = library.lower()
+            if low.startswith(("api-ms-win-", "ext-ms-")):
+                return "Windows (API set)"
+            if low in f["windows-driver"]:
+                return "the GPU driver"
+            if low in ("python3.dll", f"python{self.python.replace('.', '')}.dll"):
+                return f"the Python {self.python} interpreter"
+            if low in f["windows-interpreter"]:
+                return f"the Python {self.python} interpreter (it ships the VC runtime)"
+            if low in f["msvc-runtime"]:
+                return "the MSVC runtime (Visual C++ Redistributable)"
+            if low in _windows_system(self.machine):
+                return "Windows (system DLL)"
+        where = self.found.get(library.lower() if self.os == "windows" else library)
+        if where:
+            return f"the target system ({where})"
+        return None
+
+    def too_new(self, version: str) -> bool:
+        """Whether a symbol version (``GLIBC_2.29``) is past what the policy allows."""
+        ns, _, v = version.partition("_")
+        allowed = self.symbol_versions.get(ns)
+        return allowed is not None and v not in allowed
+
+    def newest(self, namespace: str) -> str:
+        allowed = self.symbol_versions.get(namespace, frozenset())
+        return max(allowed, key=_version_key, default="")
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)) or (0,)
+
+
+@lru_cache(maxsize=4)
+def _windows_system(machine: str) -> frozenset[str]:
+    arch = {"x86_64": "amd64", "aarch64": "arm64", "i686": "i386"}.get(machine, "amd64")
+    return frozenset(facts()["windows-system"].get(arch, ()))
+
+
+def policy_allowing(namespace: str, version: str, machine: str) -> str:
+    """The oldest manylinux policy whose symbol versions include ``namespace_version``."""
+    for p in sorted(facts()["manylinux"], key=lambda p: p["glibc"]):
+        if version in p["symbol-versions"].get(machine, {}).get(namespace, ()):
+            return str(p["name"])
+    return ""
+
+
+def system_package(library: str) -> str:
+    """The distribution packages that ship a system library, where wh knows them."""
+    return str(facts()["system-packages"].get(library, ""))
+
+
+def _manylinux_level(target: Target) -> tuple[int, int] | None:
+    best: tuple[int, int] | None = None
+    for t in target.tags:
+        m = re.fullmatch(r"manylinux_(\d+)_(\d+)_\w+", t.platform)
+        if m:
+            level = (int(m.group(1)), int(m.group(2)))
+            best = level if best is None or level > best else best
+    return best
+
+
+def for_target(target: Target, found: Mapping[str, str] | None = None) -> Platform:
+    """The platform of ``target``; ``found`` is what its live loader finds (see ``live``)."""
+    markers = target.markers
+    os_name = {"win32": "windows", "linux": "linux"}.get(markers.get("sys_platform", ""), "")
+    machine = _MACHINES.get(markers.get("platform_machine", "").lower(), "")
+    plat = Platform(
+        os_name or markers.get("sys_platform", ""),
+        machine,
+        target.python_version,
+        found=dict(found or {}),
+    )
+    level = _manylinux_level(target) if os_name == "linux" else None
+    if level is None:
+        return plat
+    policies = [p for p in facts()["manylinux"] if tuple(p["glibc"]) <= level]
+    if not policies:
+        return plat
+    p = max(policies, key=lambda p: tuple(p["glibc"]))
+    versions = p["symbol-versions"].get(machine, {})
+    return Platform(
+        plat.os,
+        machine,
+        plat.python,
+        str(p["name"]),
+        frozenset(p["libraries"]),
+        {ns: frozenset(vs) for ns, vs in versions.items()},
+        plat.found,
+    )
+
+
+def live(os_name: str) -> dict[str, str]:
+    """What this machine's loader finds by name: the ldconfig cache on Linux, the DLLs of
+    PATH's folders and System32 on Windows (names lowercased there). Empty when neither
+    can be read."""
+    out: dict[str, str] = {}
+    if os_name == "linux":
+        from wh.proc import spawn as proc
+
+        for exe in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
+            try:
+                done = proc.run([exe, "-p"], check=False, what="ldconfig -p", timeout=20)
+            except Exception:  # absent or not runnable: try the next place
+                continue
+            if done.returncode == 0:
+                for line in done.stdout.splitlines()[1:]:
+                    name, _, where = line.strip().partition(" (")
+                    path = where.rpartition("=> ")[2]
+                    if name:
+                        out.setdefault(name, f"ldconfig: {path}")
+                break
+    elif os_name == "windows":
+        folders = [*os.environ.get("PATH", "").split(os.pathsep)]
+        root = os.environ.get("SYSTEMROOT")
+        if root:
+            folders.append(os.path.join(root, "System32"))
+        for folder in folders:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for n in names:
+                if n.lower().endswith(".dll"):
+                    out.setdefault(n.lower(), f"PATH: {folder}")
+    return out

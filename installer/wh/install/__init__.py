@@ -1,0 +1,1 @@
+"""Carrying out an install: backends, staging, validation, ownership, the journal and rollback."""

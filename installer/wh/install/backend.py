@@ -1,0 +1,251 @@
+"""Installer backends behind one Protocol: uv (preferred) and pip, always offline, never deps."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePath
+from typing import Protocol
+
+from packaging.utils import parse_wheel_filename
+
+from wh.errors import InstallError, ProcessError, TargetError, UsageError
+from wh.proc import spawn as proc
+from wh.proc.cores import usable_cores
+
+
+class Backend(Protocol):
+    name: str
+    # how many wheels one install call writes at once (what install batches are balanced for)
+    threads: int
+
+    def install(
+        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+    ) -> None: ...
+
+
+def uv_binary() -> Path | None:
+    """The uv executable shipped with the `uv` wheel, else one on PATH."""
+    try:
+        from uv import find_uv_bin
+
+        return Path(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        return Path(found) if found else None
+
+
+def concurrent_installs(environ: Mapping[str, str]) -> int:
+    """How many wheels wh's uv writes at once: ``WH_UV_CONCURRENT_INSTALLS``, else twice
+    the usable cores.
+
+    uv's own default is one per core. Copying from uv's cache is mostly kernel work waiting
+    on the disk, so with one per core the cores sit idle part of the time: bare uv on the
+    sglang stack (2 cores, page cache emptied, 3 runs each) took 32.8-39.9 s warm with 2
+    and 30.2-31.2 s with 4; cold (empty uv cache) 64-68 s either way.
+    """
+    raw = environ.get("WH_UV_CONCURRENT_INSTALLS", "").strip()
+    if not raw:
+        return 2 * usable_cores()
+    if not raw.isdecimal() or int(raw) < 1:  # isdigit() takes "²", which int() refuses
+        raise UsageError(
+            f"WH_UV_CONCURRENT_INSTALLS={raw!r} is not a positive whole number",
+            hint="set it to how many wheels uv may write at once (e.g. 8), or unset it",
+        )
+    return int(raw)
+
+
+class UvBackend:
+    name = "uv"
+
+    def __init__(self, uv: Path, environ: Mapping[str, str] = os.environ) -> None:
+        self.uv = uv
+        self.installs = concurrent_installs(environ)
+        # the cores the copying keeps busy: what install batches are balanced for
+        self.threads = usable_cores()
+
+    def environment(self) -> dict[str, str]:
+        """The variables uv runs with: the caller's, less UV_*/PIP_*, plus wh's own."""
+        return proc.clean_env({"UV_CONCURRENT_INSTALLS": str(self.installs)})
+
+    def command(
+        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+    ) -> list[str]:
+        cmd = [
+            str(self.uv),
+            "pip",
+            "install",
+            "--no-deps",
+            "--offline",
+            "--no-index",
+            "--no-config",
+            f"--link-mode={link_mode}",
+            "--python",
+            str(python),
+        ]
+        if reinstall:
+            cmd.append("--reinstall")
+        return cmd + [str(w) for w in wheels]
+
+    def install(
+        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+    ) -> None:
+        cmd = self.command(python, [], link_mode=link_mode, reinstall=reinstall)
+        _run_with_wheels(cmd, wheels, "uv", self.environment())
+
+    def stage(
+        self,
+        python: Path,
+        wheels: Sequence[Path],
+        prefix: Path,
+        *,
+        link_mode: str,
+        cache: Path | None = None,
+    ) -> None:
+        """Install ``wheels`` for ``python`` under ``prefix`` (its scheme, that root) in one
+        call: scripts name ``python``, files land where they would in a venv at ``prefix``.
+        ``cache``: the uv cache to unpack into instead of the user's (see ``uvcache``)."""
+        cmd = self.command(python, [], link_mode=link_mode, reinstall=False)
+        cmd += ["--prefix", str(prefix)]
+        if cache is not None:
+            cmd += ["--cache-dir", str(cache)]
+        _run_with_wheels(cmd, wheels, "uv", self.environment())
+
+    def cache_dir(self) -> Path | None:
+        """The user's uv cache, as this backend's calls would use it."""
+        from wh.install.uvcache import cache_dir
+
+        return cache_dir(self.uv, self.environment())
+
+
+class PipBackend:
+    name = "pip"
+    threads = 1  # pip installs one wheel after another
+
+    def command(
+        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+    ) -> list[str]:
+        # wh's own pip drives the target through --python, so the target needs no pip.
+        import sys
+
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--isolated",
+            "--disable-pip-version-check",
+            "--no-warn-script-location",
+        ]
+        if reinstall:
+            cmd.append("--force-reinstall")
+        return cmd + [str(w) for w in wheels]
+
+    def install(
+        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+    ) -> None:
+        if link_mode != "copy":
+            raise InstallError(
+                f"pip cannot install with link mode {link_mode!r}",
+                hint="use --backend uv, or --link-mode copy",
+            )
+        cmd = self.command(python, [], link_mode=link_mode, reinstall=reinstall)
+        _run_with_wheels(cmd, wheels, "pip", proc.clean_env())
+
+
+# CreateProcess takes at most 32,767 characters of command line; wheel paths under a user
+# folder run ~127 characters each, so 235 of them are ~29,900. Past this budget the wheels
+# go in a requirements file instead (``-r FILE``), which uv and pip both read.
+CMDLINE_BUDGET = 16_000
+
+
+def command_line_length(cmd: Sequence[str]) -> int:
+    """The length of ``cmd`` as CreateProcess receives it (``subprocess.list2cmdline``)."""
+    import subprocess
+
+    return len(subprocess.list2cmdline(cmd))
+
+
+def requirements_text(wheels: Sequence[PurePath]) -> str:
+    """One PEP 508 direct reference per wheel (``name @ file:///...``): paths with spaces
+    or non-ASCII characters survive as URLs."""
+    lines = []
+    for w in wheels:
+        name = parse_wheel_filename(w.name)[0]
+        full = w if w.is_absolute() else Path(os.path.abspath(w))
+        lines.append(f"{name} @ {full.as_uri()}\n")
+    return "".join(lines)
+
+
+def _run_with_wheels(
+    cmd: list[str],
+    wheels: Sequence[PurePath],
+    what: str,
+    env: Mapping[str, str],
+    budget: int | None = None,
+) -> None:
+    """``cmd`` followed by the wheels: on its command line while that fits ``budget``
+    (default ``CMDLINE_BUDGET``), else through a requirements file written for the call."""
+    full = [*cmd, *map(str, wheels)]
+    if command_line_length(full) <= (CMDLINE_BUDGET if budget is None else budget):
+        _run(full, what, env)
+        return
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix="wh-wheels-", suffix=".txt")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(requirements_text(wheels))
+        _run([*cmd, "-r", name], what, env)
+    finally:
+        os.unlink(name)
+
+
+def _run(cmd: list[str], what: str, env: Mapping[str, str]) -> None:
+    try:
+        proc.run(cmd, env=env, what=f"{what} install")
+    except ProcessError as exc:
+        raise InstallError(exc.message, details=exc.details, hint="see the output above") from exc
+
+
+def fit_interpreter(
+    chosen: Backend, requested: str, python: Path, startup_output: str
+) -> tuple[Backend, str | None]:
+    """The backend to use for an interpreter that prints ``startup_output`` as it starts
+    (a ``.pth`` file may print, legally), and a note saying why it changed, if it did.
+
+    uv asks the interpreter about itself and reads the answer from its stdout, so every uv
+    call on such an interpreter fails ("returned an invalid response"); pip runs inside the
+    interpreter and is not confused. ``auto`` therefore takes pip; ``uv`` asked for by name
+    is refused (exit 10) before anything changes."""
+    if chosen.name != "uv" or not startup_output.strip():
+        return chosen, None
+    shown = [line for line in startup_output.splitlines() if line.strip()][-5:]
+    if requested != "auto":
+        raise TargetError(
+            f"{python} prints to stdout as it starts, which uv cannot work with; nothing "
+            "was installed",
+            details=[f"start-up output: {line}" for line in shown],
+            hint="use --backend pip, or remove the print from the .pth file (or "
+            "sitecustomize) in its site-packages that prints it",
+        )
+    return PipBackend(), (
+        f"{python} prints to stdout as it starts ({shown[-1][:80]!r}), which uv cannot work "
+        "with: installing with pip"
+    )
+
+
+def choose(name: str) -> Backend:
+    """``auto`` takes uv when available, else pip."""
+    if name in ("auto", "uv"):
+        uv = uv_binary()
+        if uv is not None:
+            return UvBackend(uv)
+        if name == "uv":
+            raise InstallError("uv is not available", hint="install uv, or use --backend pip")
+    return PipBackend()

@@ -1,0 +1,72 @@
+"""The toolchain boundary: what a build needs from MSVC or gcc + nvcc, behind one Protocol."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from wh.errors import BuildError
+from wh.kernels.conditions import Platform
+
+
+@dataclass(frozen=True)
+class ToolchainInfo:
+    """The versions a build record keeps."""
+
+    kind: str
+    host_compiler: str
+    host_version: str
+    nvcc: str
+    cuda_version: str
+    cuda_home: str
+    generator: str
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+class Toolchain(Protocol):
+    """A host compiler + nvcc, ready to configure a CMake build."""
+
+    @property
+    def info(self) -> ToolchainInfo: ...
+
+    @property
+    def platform(self) -> Platform: ...
+
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The build environment: ``base`` plus what the compilers need."""
+        ...
+
+
+def require_cuda(found: str, spec: SpecifierSet, where: str) -> None:
+    """BuildError unless CUDA ``found`` satisfies the recipe's ``cuda`` specifier."""
+    if not str(spec):
+        return
+    try:
+        ok = Version(found) in spec
+    except InvalidVersion:
+        ok = False
+    if not ok:
+        raise BuildError(
+            f"CUDA {found} at {where} does not satisfy the recipe's cuda = {str(spec)!r}",
+            details=[f"expected: cuda {spec}", f"found: {found} ({where})"],
+            hint="install a matching CUDA toolkit, point CUDA_HOME (Linux) or WH_CUDA_VERSION"
+            " (Windows) at it, or adjust the recipe",
+        )
+
+
+def detect(cuda: SpecifierSet, env: Mapping[str, str]) -> Toolchain:
+    """The toolchain for this machine: MSVC on Windows, gcc elsewhere."""
+    if sys.platform == "win32":
+        from wh.kernels.msvc import MsvcToolchain
+
+        return MsvcToolchain.discover(cuda, env)
+    from wh.kernels.gcc import GccToolchain
+
+    return GccToolchain.discover(cuda, env)

@@ -1,0 +1,3 @@
+"""Pure values and functions: wheel, target, profile, lockfile, plan, schedule. Imports only
+packaging and errors.
+"""

@@ -1,0 +1,1 @@
+"""Resolution: candidates, overrides, the resolvelib provider, and conflicts explained."""

@@ -1,0 +1,1 @@
+"""One wheel file: its zip directory, metadata, natives, portable names; writing wheels."""

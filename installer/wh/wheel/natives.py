@@ -1,0 +1,650 @@
+"""What the compiled members of a wheel need from the loader, read from the zip's bytes.
+
+ELF (``.so``): ``DT_NEEDED``, ``DT_RPATH``/``DT_RUNPATH``, ``DT_SONAME`` and the symbol
+versions of ``DT_VERNEED`` (GLIBC_2.x, GLIBCXX_3.4.x), through pyelftools. PE (``.pyd``,
+``.dll``): the import table and the delay-load import table, through pefile.
+
+Nothing is unpacked to disk and no member is held whole in memory: a member is inflated as
+a stream and only the byte ranges the parsers need are kept (the first ``PREFIX`` bytes,
+which hold the headers, ``.dynstr`` and ``.gnu.version_r`` of an ordinary library, and the
+dynamic segment, which lies near the end). When a string table lies past the prefix, the
+member is streamed a second time keeping only that range. Every size a binary declares is
+bounded (``LIMITS``): a hostile or truncated binary becomes a ``Binary`` with ``problem``
+set, never an exception out of this module or a large allocation.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import mmap
+import re
+import struct
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import IO, Any, cast
+
+PREFIX = 8 << 20  # bytes kept from the start of every member
+MAX_DYNAMIC = 1 << 20  # a dynamic segment larger than this is refused
+MAX_STRTAB = 64 << 20  # a dynamic string table larger than this is refused
+MAX_VERNEED = 4096  # version-need records (files and versions each)
+MAX_NEEDED = 4096  # DT_NEEDED entries / imported DLLs
+MAX_MEMBER = 8 << 30  # a member declaring more than 8 GiB uncompressed is refused
+CHUNK = 1 << 20
+VERNEED_WINDOW = 64 << 10  # bytes kept from DT_VERNEED (records of ~100 libraries)
+
+LIMITS = {
+    "prefix": PREFIX,
+    "dynamic": MAX_DYNAMIC,
+    "strtab": MAX_STRTAB,
+    "verneed": MAX_VERNEED,
+    "needed": MAX_NEEDED,
+    "member": MAX_MEMBER,
+}
+
+_SO = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
+
+
+def is_library_name(member: str) -> bool:
+    """Whether a wheel member is, by its name, a shared library or extension module."""
+    base = member.rsplit("/", 1)[-1]
+    low = base.lower()
+    return bool(_SO.search(base)) or low.endswith((".pyd", ".dll"))
+
+
+@dataclass(frozen=True)
+class Binary:
+    """What one compiled member needs; ``problem`` says why it could not be read."""
+
+    member: str  # path inside the wheel (or the installed file's path)
+    format: str  # "elf" or "pe"
+    machine: str = ""
+    needed: tuple[str, ...] = ()
+    delay_needed: tuple[str, ...] = ()  # PE delay-load imports: loaded on first call
+    rpath: tuple[str, ...] = ()  # DT_RPATH entries, as written ($ORIGIN unexpanded)
+    runpath: tuple[str, ...] = ()  # DT_RUNPATH entries
+    soname: str = ""
+    versions: tuple[tuple[str, str], ...] = ()  # (library, version name) from DT_VERNEED
+    problem: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"member": self.member, "format": self.format}
+        for key in ("machine", "soname", "problem"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        for key in ("needed", "delay_needed", "rpath", "runpath"):
+            if getattr(self, key):
+                out[key.replace("_", "-")] = list(getattr(self, key))
+        if self.versions:
+            out["versions"] = [list(v) for v in self.versions]
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Binary:
+        return cls(
+            member=str(data["member"]),
+            format=str(data["format"]),
+            machine=str(data.get("machine", "")),
+            needed=tuple(data.get("needed", ())),
+            delay_needed=tuple(data.get("delay-needed", ())),
+            rpath=tuple(data.get("rpath", ())),
+            runpath=tuple(data.get("runpath", ())),
+            soname=str(data.get("soname", "")),
+            versions=tuple((str(a), str(b)) for a, b in data.get("versions", ())),
+            problem=str(data.get("problem", "")),
+        )
+
+
+@dataclass(frozen=True)
+class Natives:
+    """The compiled side of one wheel: what it ships (``libraries``, by installed path)
+    and what each of its binaries needs."""
+
+    libraries: tuple[str, ...] = ()
+    binaries: tuple[Binary, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "libraries": list(self.libraries),
+            "binaries": [b.to_json() for b in self.binaries],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Natives:
+        return cls(
+            tuple(str(x) for x in data.get("libraries", ())),
+            tuple(Binary.from_json(b) for b in data.get("binaries", ())),
+        )
+
+
+class _Unreadable(Exception):
+    """A binary asks for bytes wh does not keep, or declares a size past ``LIMITS``."""
+
+
+class _Sparse(io.RawIOBase):
+    """A read-only stream of a member's declared size that holds only kept ranges.
+
+    A read that starts at bytes not kept raises ``_Missing`` (one that runs past the kept
+    bytes is short, as a stream's may be); nothing is guessed. A patched
+    ELF header (``head``) shadows the first bytes of the kept data.
+    """
+
+    def __init__(self, size: int, ranges: dict[int, bytes], head: bytes = b"") -> None:
+        self._size = size
+        self._ranges: dict[int, bytes | memoryview] = dict(ranges)
+        if head:
+            first = ranges.get(0, b"")
+            self._ranges[0] = head
+            if len(first) > len(head):
+                self._ranges[len(head)] = memoryview(first)[len(head) :]
+        self._starts = sorted(self._ranges)
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0:
+            n = self._size - self._pos
+        n = max(0, min(n, self._size - self._pos))
+        out = bytearray()
+        pos = self._pos
+        while len(out) < n:
+            i = bisect.bisect_right(self._starts, pos) - 1
+            start = self._starts[i] if i >= 0 else 0
+            data = self._ranges[start] if i >= 0 else b""
+            if pos >= start + len(data):
+                if out:  # a short read: a C string's reader stops at its NUL
+                    break
+                raise _Missing(pos, n - len(out))
+            piece = data[pos - start : pos - start + n - len(out)]
+            out += piece
+            pos += len(piece)
+        self._pos = pos
+        return bytes(out)
+
+
+class _Missing(Exception):
+    def __init__(self, offset: int, size: int) -> None:
+        super().__init__(f"bytes {offset}..{offset + size} not kept")
+
+
+class _Stream:
+    """Inflates one member forwards, keeping wanted ranges; re-opens it only when a range
+    lies behind what was already inflated. A seekable stream (an installed file) is read
+    at the ranges only."""
+
+    def __init__(self, open_member: Callable[[], IO[bytes]]) -> None:
+        self._open = open_member
+        self._f: IO[bytes] | None = None
+        self._pos = 0
+
+    def keep(self, wanted: list[tuple[int, int]]) -> dict[int, bytes]:
+        """The bytes of each ``(offset, size)`` range (shorter where the member ends)."""
+        wanted = sorted((o, s) for o, s in wanted if s > 0)
+        if not wanted:
+            return {}
+        if self._f is None:
+            self._f = self._open()
+            self._pos = 0
+        if self._f.seekable():  # an installed file: read the ranges, skip the rest
+            out: dict[int, bytes] = {}
+            for o, s in wanted:
+                self._f.seek(o)
+                out[o] = self._f.read(s)
+            return out
+        if wanted[0][0] < self._pos:
+            self.close()
+            self._f = self._open()
+            self._pos = 0
+        end = max(o + s for o, s in wanted)
+        # each range's buffer allocated once at its size: growing one copies it
+        bufs = {o: bytearray(s) for o, s in wanted}
+        filled = dict.fromkeys(bufs, 0)
+        while self._pos < end:
+            chunk = self._f.read(min(CHUNK, end - self._pos))
+            if not chunk:
+                break
+            cend = self._pos + len(chunk)
+            view = memoryview(chunk)
+            for o, s in wanted:
+                lo, hi = max(o, self._pos), min(o + s, cend)
+                if lo < hi:
+                    bufs[o][lo - o : hi - o] = view[lo - self._pos : hi - self._pos]
+                    filled[o] = hi - o
+            self._pos = cend
+        for o, n in filled.items():
+            if n < len(bufs[o]):  # the member ended first
+                del bufs[o][n:]
+        return dict(bufs)  # type: ignore[arg-type]  # bytearrays: a bytes copy doubles the peak
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+
+def read_elf(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Binary:
+    """The needs of one ELF member (see the module docstring); never raises for its bytes."""
+    stream = _Stream(open_member)
+    try:
+        return _read_elf(member, size, stream)
+    except _Unreadable as exc:
+        return Binary(member, "elf", problem=str(exc))
+    except (_Missing, zipfile.BadZipFile, OSError, EOFError) as exc:
+        return Binary(member, "elf", problem=f"truncated or damaged ({exc})")
+    except Exception as exc:  # pyelftools raises many kinds on hostile input: all refused
+        return Binary(
+            member, "elf", problem=f"not a readable ELF file ({type(exc).__name__}: {exc})"
+        )
+    finally:
+        stream.close()
+
+
+def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
+    from elftools.common.utils import struct_parse
+
+    prefix = min(size, PREFIX)
+    kept = stream.keep([(0, prefix)])
+    first = kept.get(0, b"")
+    if len(first) < 64 or first[:4] != b"\x7fELF":
+        raise _Unreadable("not an ELF file (no ELF magic)")
+    head = _hidden_sections(first[:64])
+    elf = _elf(_Sparse(size, kept, head))
+    machine = str(elf["e_machine"]).removeprefix("EM_").lower()
+    phoff, phnum, phsize = elf["e_phoff"], elf["e_phnum"], elf["e_phentsize"]
+    if phoff + phnum * phsize > prefix:
+        raise _Unreadable(f"program headers at byte {phoff} lie past the first {PREFIX} bytes")
+    segments = [elf.get_segment(i) for i in range(phnum)]
+    dyn = [i for i, s in enumerate(segments) if s["p_type"] == "PT_DYNAMIC"]
+    if not dyn:  # a static executable or object: it needs nothing from the loader
+        return Binary(member, "elf", machine)
+    d_off, d_size = segments[dyn[0]]["p_offset"], segments[dyn[0]]["p_filesz"]
+    if d_size > MAX_DYNAMIC or d_off + d_size > size:
+        raise _Unreadable(f"dynamic segment of {d_size} bytes at {d_off} is out of bounds")
+    if d_off + d_size > prefix:
+        kept.update(stream.keep([(d_off, d_size)]))
+    elf = _elf(_Sparse(size, kept, head))
+    seg = _dynamic(elf, dyn[0])
+    tagsize = elf.structs.Elf_Dyn.sizeof()
+    raw = [t for _, t in zip(range(d_size // tagsize), seg._iter_tags(), strict=False)]
+    addrs = {t["d_tag"]: t["d_val"] for t in raw}
+    strtab_addr, strsz = addrs.get("DT_STRTAB"), addrs.get("DT_STRSZ", 0)
+    if strtab_addr is None:
+        raise _Unreadable("dynamic segment has no DT_STRTAB")
+    if strsz > MAX_STRTAB:
+        raise _Unreadable(f"dynamic string table of {strsz} bytes (limit {MAX_STRTAB})")
+    str_off = _offset(elf, strtab_addr)
+    vn_addr = addrs.get("DT_VERNEED")
+    vn_off = _offset(elf, vn_addr) if vn_addr is not None else None
+    want = [(str_off, strsz)]
+    if vn_off is not None:  # DT_VERNEED has no size: a window its records fit in
+        want.append((vn_off, min(size - vn_off, VERNEED_WINDOW)))
+    late = [(o, s) for o, s in want if o + s > prefix]
+    if late:  # kept on a second pass: only these ranges
+        kept.update(stream.keep(late))
+    elf = _elf(_Sparse(size, kept, head))
+    table = _dynamic(elf, dyn[0])._get_stringtable()
+    needed: list[str] = []
+    rpath: list[str] = []
+    runpath: list[str] = []
+    soname = ""
+    for t in raw:
+        kind = t["d_tag"]
+        if kind == "DT_NEEDED":
+            needed.append(table.get_string(t["d_val"]))
+        elif kind == "DT_RPATH":
+            rpath.extend(p for p in table.get_string(t["d_val"]).split(":") if p)
+        elif kind == "DT_RUNPATH":
+            runpath.extend(p for p in table.get_string(t["d_val"]).split(":") if p)
+        elif kind == "DT_SONAME":
+            soname = table.get_string(t["d_val"])
+    if len(needed) > MAX_NEEDED:
+        raise _Unreadable(f"{len(needed)} DT_NEEDED entries (limit {MAX_NEEDED})")
+    versions: list[tuple[str, str]] = []
+    if vn_off is not None:
+        s = elf.stream
+        off = vn_off
+        for _ in range(min(addrs.get("DT_VERNEEDNUM", 0), MAX_VERNEED)):
+            vn = struct_parse(elf.structs.Elf_Verneed, s, off)
+            lib = table.get_string(vn["vn_file"])
+            aux = off + vn["vn_aux"]
+            for _ in range(min(vn["vn_cnt"], MAX_VERNEED)):
+                va = struct_parse(elf.structs.Elf_Vernaux, s, aux)
+                versions.append((lib, table.get_string(va["vna_name"])))
+                if not va["vna_next"]:
+                    break
+                aux += va["vna_next"]
+            if not vn["vn_next"]:
+                break
+            off += vn["vn_next"]
+    return Binary(
+        member,
+        "elf",
+        machine,
+        tuple(needed),
+        (),
+        tuple(rpath),
+        tuple(runpath),
+        soname,
+        tuple(sorted(set(versions))),
+    )
+
+
+def _elf(stream: _Sparse) -> Any:
+    from elftools.elf.elffile import ELFFile
+
+    return ELFFile(cast(IO[bytes], stream))
+
+
+def _dynamic(elf: Any, index: int) -> Any:
+    """The dynamic segment. Its raw tags and string table are read through pyelftools'
+    ``_iter_tags``/``_get_stringtable``: the public ``iter_tags`` resolves every string
+    at once, before wh knows the string table's range is kept."""
+    from elftools.elf.dynamic import DynamicSegment
+
+    seg = elf.get_segment(index)
+    if not isinstance(seg, DynamicSegment):
+        raise _Unreadable("the PT_DYNAMIC program header is not a dynamic segment")
+    return seg
+
+
+def _hidden_sections(header: bytes) -> bytes:
+    """The ELF header with its section table fields zeroed: pyelftools then finds the
+    dynamic string table through the dynamic segment (kept) rather than through the
+    section headers at the end of the file (not kept)."""
+    first = bytearray(header)
+    fmt = "<" if first[5] == 1 else ">"
+    if first[4] == 2:  # ELFCLASS64
+        struct.pack_into(fmt + "Q", first, 0x28, 0)  # e_shoff
+        struct.pack_into(fmt + "HHH", first, 0x3A, 0, 0, 0)  # e_shentsize, e_shnum, e_shstrndx
+    else:
+        struct.pack_into(fmt + "I", first, 0x20, 0)
+        struct.pack_into(fmt + "HHH", first, 0x2E, 0, 0, 0)
+    return bytes(first)
+
+
+def _offset(elf: Any, addr: int) -> int:
+    offsets = list(elf.address_offsets(addr))
+    if not offsets:
+        raise _Unreadable(f"address {addr:#x} lies in no loaded segment")
+    return int(offsets[0])
+
+
+_PE_MACHINES = {0x8664: "amd64", 0x14C: "i386", 0xAA64: "arm64"}
+
+
+def read_pe(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Binary:
+    """The imports and delay-load imports of one PE member; never raises for its bytes."""
+    stream = _Stream(open_member)
+    try:
+        return _read_pe(member, size, stream)
+    except _Unreadable as exc:
+        return Binary(member, "pe", problem=str(exc))
+    except (_Missing, zipfile.BadZipFile, OSError, EOFError) as exc:
+        return Binary(member, "pe", problem=f"truncated or damaged ({exc})")
+    except Exception as exc:  # pefile raises many kinds on hostile input: all refused
+        return Binary(member, "pe", problem=f"not a readable PE file ({type(exc).__name__}: {exc})")
+    finally:
+        stream.close()
+
+
+def _read_pe(member: str, size: int, stream: _Stream) -> Binary:
+    import pefile
+
+    prefix = min(size, PREFIX)
+    kept = stream.keep([(0, prefix)])
+    head = kept.get(0, b"")
+    if len(head) < 64 or head[:2] != b"MZ":
+        raise _Unreadable("not a PE file (no MZ header)")
+    dirs = [
+        pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
+        pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
+    ]
+    image: Any = head
+    if size > prefix:
+        # the headers from the prefix, then the sections that hold the import tables
+        pe = pefile.PE(data=head, fast_load=True)
+        want = []
+        for i in dirs:
+            d = pe.OPTIONAL_HEADER.DATA_DIRECTORY[i]
+            if not d.VirtualAddress:
+                continue
+            sec = pe.get_section_by_rva(d.VirtualAddress)
+            if sec is None:
+                raise _Unreadable(f"import directory at RVA {d.VirtualAddress:#x} is in no section")
+            if sec.SizeOfRawData > MAX_STRTAB:
+                raise _Unreadable(f"the imports lie in a section of {sec.SizeOfRawData} bytes")
+            if sec.PointerToRawData + sec.SizeOfRawData > prefix:
+                want.append((sec.PointerToRawData, sec.SizeOfRawData))
+        pe.close()
+        kept.update(stream.keep(want))
+        # an anonymous mapping of the member's size: pages never written are never backed
+        image = mmap.mmap(-1, size)
+        for o, data in kept.items():
+            image[o : o + len(data)] = data
+    try:
+        pe = pefile.PE(data=image, fast_load=True)
+        pe.parse_data_directories(directories=dirs, import_dllnames_only=True)
+        machine = _PE_MACHINES.get(pe.FILE_HEADER.Machine, hex(pe.FILE_HEADER.Machine))
+        imports = [_dll(e.dll) for e in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
+        delay = [_dll(e.dll) for e in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", [])]
+        pe.close()
+    finally:
+        if isinstance(image, mmap.mmap):
+            image.close()
+    if len(imports) + len(delay) > MAX_NEEDED:
+        raise _Unreadable(f"{len(imports) + len(delay)} imported DLLs (limit {MAX_NEEDED})")
+    if any(not n for n in (*imports, *delay)):
+        raise _Unreadable("an import names no DLL (its name lies outside the file)")
+    return Binary(member, "pe", machine, tuple(imports), tuple(delay))
+
+
+def _dll(raw: bytes | None) -> str:
+    return (raw or b"").decode("ascii", "replace")
+
+
+def read_member(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Binary | None:
+    """The needs of a member named like a library: ELF or PE by its magic; None for a
+    file of another kind (a linker script named ``libc.so``, a text file)."""
+    if size > MAX_MEMBER:
+        return Binary(
+            member, "?", problem=f"declares {size} bytes uncompressed (limit {MAX_MEMBER})"
+        )
+    try:
+        with open_member() as f:
+            magic = f.read(4)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        return Binary(member, "?", problem=f"truncated or damaged ({exc})")
+    if magic == b"\x7fELF":
+        return read_elf(member, size, open_member)
+    if magic[:2] == b"MZ":
+        return read_pe(member, size, open_member)
+    return None
+
+
+def installed_path(member: str) -> str:
+    """Where a wheel member lands relative to site-packages (``*.data/purelib|platlib/``
+    stripped); other ``.data`` members keep their path (they do not land beside modules)."""
+    parts = member.split("/")
+    if len(parts) > 2 and parts[0].endswith(".data") and parts[1] in ("purelib", "platlib"):
+        return "/".join(parts[2:])
+    return member
+
+
+try:  # ISA-L inflates about twice as fast as zlib (measured in README); same API
+    from isal import isal_zlib as _inflate_lib
+except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback
+    import zlib as _inflate_lib  # type: ignore[no-redef]
+
+_LOCAL = struct.Struct("<4s22xHH")  # local file header: signature, name and extra lengths
+
+
+class _Inflater(io.RawIOBase):
+    """One zip member as a forward-only stream, inflated from the archive's bytes with no
+    CRC pass (wh stops reading once it has the ranges it needs; the lock's sha256 of the
+    whole wheel vouches for its bytes). Each read inflates at most what it returns."""
+
+    def __init__(self, path: Path, name: str, offset: int, packed: int, method: int) -> None:
+        self._f = path.open("rb")
+        self._f.seek(offset)
+        head = self._f.read(_LOCAL.size)
+        if len(head) != _LOCAL.size:
+            raise zipfile.BadZipFile(f"{name}: truncated local header")
+        sig, nlen, xlen = _LOCAL.unpack(head)
+        if sig != b"PK\x03\x04" or self._f.read(nlen) != name.encode("utf-8"):
+            raise zipfile.BadZipFile(f"{name}: bad local file header")
+        self._f.seek(xlen, io.SEEK_CUR)
+        self._left = packed
+        self._z = _inflate_lib.decompressobj(-15) if method == 8 else None
+        self._tail = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int | None = -1) -> bytes:
+        n = CHUNK if n is None or n < 0 else n
+        out = bytearray()
+        while len(out) < n:
+            if not self._tail and self._left > 0:
+                self._tail = self._f.read(min(CHUNK, self._left))
+                if not self._tail:
+                    raise zipfile.BadZipFile("member data cut short")
+                self._left -= len(self._tail)
+            if self._z is None:
+                piece, self._tail = self._tail[: n - len(out)], self._tail[n - len(out) :]
+            else:
+                # with all input read, the inflater may still hold output (ISA-L does)
+                piece = self._z.decompress(self._tail, n - len(out))
+                self._tail = self._z.unconsumed_tail
+            if not piece and not self._tail and self._left <= 0:
+                break
+            out += piece
+        return bytes(out)
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
+
+
+@dataclass(frozen=True)
+class Member:
+    """A library-named member of a wheel: where it installs, its size, how to stream it."""
+
+    path: str  # installed path (``installed_path``)
+    size: int
+    open: Callable[[], IO[bytes]] = field(compare=False, repr=False)
+
+
+def wheel_members(path: Path) -> list[Member]:
+    """The library-named members of a wheel, each with an opener that streams it."""
+    from wh.wheel.wheelfile import _fast_index  # one read of the central directory
+
+    fast = _fast_index(path)
+    out: list[Member] = []
+    if fast is not None:
+        names, entries, _read = fast
+        for name, e in zip(names, entries, strict=True):
+            flags, method, packed, size, offset = e[1], e[2], e[4], e[5], e[10]
+            if name.endswith("/") or not is_library_name(name):
+                continue
+            if flags & 0x61 or method not in (0, 8):  # encrypted or unusual: zipfile reads it
+                out.append(Member(installed_path(name), size, _zip_opener(path, name)))
+                continue
+
+            def opener(
+                n: str = name, o: int = offset, p: int = packed, m: int = method
+            ) -> IO[bytes]:
+                return cast(IO[bytes], _Inflater(path, n, o, p, m))
+
+            out.append(Member(installed_path(name), size, opener))
+        return out
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            if not info.is_dir() and is_library_name(info.filename):
+                out.append(
+                    Member(
+                        installed_path(info.filename),
+                        info.file_size,
+                        _zip_opener(path, info.filename),
+                    )
+                )
+    return out
+
+
+def _zip_opener(path: Path, name: str) -> Callable[[], IO[bytes]]:
+    def opener() -> IO[bytes]:
+        return cast(IO[bytes], _ZipMember(path, name))
+
+    return opener
+
+
+class _ZipMember(io.RawIOBase):
+    """A member ``zipfile`` streams (zip64, encrypted flags...), closed with its archive."""
+
+    def __init__(self, path: Path, name: str) -> None:
+        self._zf = zipfile.ZipFile(path)
+        self._m = self._zf.open(name)
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int | None = -1) -> bytes:
+        return self._m.read(-1 if n is None else n)
+
+    def close(self) -> None:
+        self._m.close()
+        self._zf.close()
+        super().close()
+
+
+def wheel_natives(path: Path) -> Natives:
+    """Read every library-named member of a wheel (see ``read_member``)."""
+    members = wheel_members(path)
+    return natives_from(members, [read_member(m.path, m.size, m.open) for m in members])
+
+
+def natives_from(members: Sequence[Member], read: Sequence[Binary | None]) -> Natives:
+    return Natives(tuple(sorted(m.path for m in members)), tuple(b for b in read if b is not None))
+
+
+def file_natives(root: Path, rel_paths: Iterable[str]) -> Natives:
+    """The same for installed files: ``rel_paths`` relative to ``root`` (a site folder)."""
+    libs: list[str] = []
+    binaries: list[Binary] = []
+    for rel in sorted(p for p in rel_paths if is_library_name(p)):
+        full = root / PurePosixPath(rel)
+        try:
+            size = full.stat().st_size
+        except OSError:  # named by RECORD, gone from disk: it provides nothing
+            continue
+        libs.append(rel)
+
+        def opener(full: Path = full) -> IO[bytes]:
+            return full.open("rb")
+
+        b = read_member(rel, size, opener)
+        if b is not None:
+            binaries.append(b)
+    return Natives(tuple(libs), tuple(binaries))
+
+
+def iter_needs(binary: Binary) -> Iterator[tuple[str, bool]]:
+    """Each library a binary needs, with whether it is a delay-load import."""
+    for n in binary.needed:
+        yield n, False
+    for n in binary.delay_needed:
+        yield n, True

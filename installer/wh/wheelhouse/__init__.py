@@ -1,0 +1,1 @@
+"""A folder of wheels scanned into values, cached by stat."""

@@ -1,0 +1,374 @@
+"""Scan a wheelhouse folder into Wheels, reporting every broken wheel; cached by stat."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import NormalizedName, canonicalize_name
+
+from wh.cache.stamps import cache_file, stat_key, write_json
+from wh.errors import WheelhouseError
+from wh.hashing import parallel_map, sha256_file
+from wh.model.wheel import Wheel, WheelMeta, WheelProblem, to_wheel
+from wh.proc.cores import usable_cores
+from wh.wheel.wheelfile import read_meta
+
+_CACHE_VERSION = 3  # 2: entries carry the verdict of to_wheel's checks; 3: ctime in key
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A wheel file the scan excluded, and why."""
+
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path.name}: {self.reason}"
+
+    @property
+    def name(self) -> NormalizedName | None:
+        """The distribution the file's name claims (None when even that is unreadable)."""
+        stem = self.path.name.split("-", 1)[0]
+        return canonicalize_name(stem) if stem and "-" in self.path.name else None
+
+
+@dataclass(frozen=True)
+class Wheelhouse:
+    """The result of a scan: usable wheels (sorted by filename) and excluded files."""
+
+    root: Path
+    wheels: tuple[Wheel, ...]
+    problems: tuple[Problem, ...]
+
+    def excluded(self) -> dict[NormalizedName, list[tuple[str, str]]]:
+        """The excluded files by the name they claim, each with why it was excluded."""
+        out: dict[NormalizedName, list[tuple[str, str]]] = {}
+        for p in self.problems:
+            if p.name is not None:
+                out.setdefault(p.name, []).append((p.path.name, p.reason))
+        return out
+
+
+def _cache_file(root: Path) -> Path:
+    return cache_file("scan", root.resolve())
+
+
+def _read_one(path: Path) -> WheelMeta | str:
+    """METADATA (from the zip's central directory and that member only), or the problem."""
+    try:
+        return read_meta(path)
+    except WheelProblem as exc:
+        return str(exc)
+
+
+def _scan_meta(path: Path) -> tuple[WheelMeta | str, str | None, str | None]:
+    """As _scan_one, without the sha256 (for ``scan(hashes=False)``)."""
+    meta = _read_one(path)
+    if isinstance(meta, str):
+        return meta, None, None
+    try:
+        to_wheel(path, meta, 0, "")
+        problem = None
+    except WheelProblem as exc:
+        problem = str(exc)
+    return meta, None, problem
+
+
+def _scan_one(path: Path) -> tuple[WheelMeta | str, str | None, str | None]:
+    """One task per file: METADATA, its check, then the sha256 (while the file is hot).
+
+    Returns the metadata (or the problem reading it), the digest, and the problem the
+    check found (requirements that do not parse), if any. The Python work here overlaps
+    other files' hashing, which releases the GIL.
+    """
+    meta, _, problem = _scan_meta(path)
+    if isinstance(meta, str):
+        return meta, None, None
+    return meta, sha256_file(path), problem
+
+
+def _to_meta(raw: dict[str, Any]) -> WheelMeta:
+    return WheelMeta(
+        filename=raw["filename"],
+        name=raw["name"],
+        version=raw["version"],
+        requires_dist=tuple(raw["requires_dist"]),
+        requires_python=raw["requires_python"],
+        provides_extra=tuple(raw["provides_extra"]),
+    )
+
+
+def scan(
+    root: Path,
+    *,
+    use_cache: bool = True,
+    on_hashed: Callable[[Path], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+    hashes: bool = True,
+) -> Wheelhouse:
+    """Read every ``*.whl`` directly in ``root``. Unchanged files cost only a stat call.
+
+    A changed or new file is read in one task on a worker thread: METADATA from the zip's
+    central directory, then every byte once for the sha256 (hashlib releases the GIL, so
+    files are hashed in parallel). Its metadata is checked (requirements parse) once and
+    the verdict is cached with it, so an unchanged wheelhouse parses no requirement: the
+    resolver parses those of the wheels it visits.
+
+    ``hashes=False`` reads metadata only: wheels hashed before keep their cached sha256,
+    the others have ``sha256 == ""`` until ``add_hashes`` (``wh lock`` hashes only the
+    wheels of the packages it locks).
+    """
+    if not root.is_dir():
+        raise WheelhouseError(
+            f"wheelhouse {root} does not exist or is not a folder",
+            hint="pass --wheelhouse PATH, or create the folder and put wheels in it",
+        )
+    stats: dict[Path, os.stat_result] = {}
+    names: set[str] = set()
+    with os.scandir(root) as it:
+        for de in it:
+            names.add(de.name)
+            if de.name.endswith(".whl") and de.is_file():
+                stats[root / de.name] = de.stat()
+    paths = sorted(stats)
+    cfile = _cache_file(root)
+    cached: dict[str, dict[str, Any]] = {}
+    if use_cache and cfile.is_file():
+        try:
+            data = json.loads(cfile.read_text(encoding="utf-8"))
+            if data.get("version") == _CACHE_VERSION:
+                cached = data["entries"]
+        except (OSError, ValueError, KeyError):
+            cached = {}
+
+    entries: dict[str, dict[str, Any]] = {}
+    stale: list[Path] = []
+    for p in paths:
+        hit = cached.get(p.name)
+        unhashed = hit is not None and "sha256" not in hit and "meta" in hit
+        if (
+            hit is not None
+            and hit.get("stat") == stat_key(stats[p], p)
+            and not (hashes and unhashed)
+        ):
+            entries[p.name] = hit
+        else:
+            stale.append(p)
+
+    if on_total:
+        on_total(len(stale))
+    if hashes:
+        done = parallel_map(_scan_one, stale, on_done=on_hashed)
+    else:
+        # Reading METADATA is Python work under the GIL: threads only add contention.
+        done = {}
+        for p in stale:
+            done[p] = _scan_meta(p)
+            if on_hashed:
+                on_hashed(p)
+    for p in stale:
+        m, digest, problem = done[p]
+        entry: dict[str, Any] = {"stat": stat_key(stats[p], p)}
+        if isinstance(m, str):
+            entry["problem"] = m
+        else:
+            entry["meta"] = asdict(m)
+            if digest is not None:
+                entry["sha256"] = digest
+            if problem is not None:  # the check the cache remembers
+                entry["problem"] = problem
+        entries[p.name] = entry
+
+    if use_cache and (stale or set(cached) != set(entries)):
+        _write_cache(cfile, entries)
+
+    wheels: list[Wheel] = []
+    problems: list[Problem] = []
+    for p in paths:
+        e = entries[p.name]
+        if "problem" in e:
+            problems.append(Problem(p, str(e["problem"])))
+            continue
+        try:
+            wheels.append(
+                to_wheel(
+                    p,
+                    _to_meta(e["meta"]),
+                    stats[p].st_size,
+                    str(e.get("sha256", "")),
+                    built_locally=p.name + ".build.json" in names,
+                    checked=True,
+                )
+            )
+        except WheelProblem as exc:
+            problems.append(Problem(p, str(exc)))
+    return Wheelhouse(root=root, wheels=tuple(wheels), problems=tuple(problems))
+
+
+def _stat_and_hash(path: Path) -> tuple[list[int], str]:
+    """The file's stat key taken before its bytes are hashed, and its sha256."""
+    before = stat_key(path.stat(), path)
+    return before, sha256_file(path)
+
+
+class Prehash:
+    """Hashes wheels on background threads as soon as they are likely to be locked.
+
+    ``wh lock`` calls ``start(name)`` as the resolver pins a name, so hashing overlaps
+    resolution; ``add_hashes`` then waits only for what is still running. A name later
+    undone by backtracking costs only the wasted hashing.
+    """
+
+    def __init__(self, wheels: Iterable[Wheel]) -> None:
+        self._todo: dict[str, list[Path]] = {}
+        for w in wheels:
+            if not w.sha256:
+                self._todo.setdefault(w.name, []).append(w.path)
+        self._pool: ThreadPoolExecutor | None = None
+        self.started: dict[Path, Future[tuple[list[int], str]]] = {}
+
+    def start(self, name: str) -> None:
+        paths = self._todo.pop(name, [])
+        if not paths:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=usable_cores())
+        for path in paths:
+            self.started[path] = self._pool.submit(_stat_and_hash, path)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Prehash:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def add_hashes(
+    wheels: Iterable[Wheel],
+    *,
+    on_hashed: Callable[[Path], None] | None = None,
+    started: Mapping[Path, Future[tuple[list[int], str]]] | None = None,
+) -> tuple[Wheel, ...]:
+    """The same wheels, each with its sha256: unhashed ones are hashed (in parallel, or
+    taken from ``started``, see ``Prehash``) and the digests stored in their folder's scan
+    cache, keyed by the stat they had when hashing began."""
+    wheels = tuple(wheels)
+    todo = [w for w in wheels if not w.sha256]
+    if not todo:
+        return wheels
+    started = started or {}
+    fresh = parallel_map(_stat_and_hash, [w.path for w in todo if w.path not in started])
+    done: dict[Path, tuple[list[int], str]] = {}
+    for w in todo:
+        if w.path in fresh:
+            done[w.path] = fresh[w.path]
+        else:
+            done[w.path] = started[w.path].result()
+        if on_hashed:
+            on_hashed(w.path)
+    by_dir: dict[Path, list[Path]] = {}
+    for path in done:
+        by_dir.setdefault(path.parent, []).append(path)
+    for folder, files in by_dir.items():
+        cfile = _cache_file(folder)
+        entries = _cache_entries(cfile)
+        if entries is None:
+            continue
+        for path in files:
+            entry = entries.get(path.name)
+            before, digest = done[path]
+            # only if the file still is what was hashed, and what the entry describes
+            if isinstance(entry, dict) and entry.get("stat") == before == stat_key(
+                path.stat(), path
+            ):
+                entry["sha256"] = digest
+        _write_cache(cfile, entries)
+    return tuple(replace(w, sha256=done[w.path][1]) if w.path in done else w for w in wheels)
+
+
+def _cache_entries(cfile: Path) -> dict[str, Any] | None:
+    """The entries of a folder's scan cache, or None when it is absent, unreadable or of
+    another format version."""
+    try:
+        data = json.loads(cfile.read_text(encoding="utf-8"))
+        return data["entries"] if data.get("version") == _CACHE_VERSION else None
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def remember_digests(digests: Mapping[Path, str]) -> None:
+    """Store sha256 digests known another way (a download checked against its index) in
+    the scan cache, for files whose entry describes them as they are now."""
+    by_dir: dict[Path, list[Path]] = {}
+    for path in digests:
+        by_dir.setdefault(path.parent, []).append(path)
+    for folder, files in by_dir.items():
+        cfile = _cache_file(folder)
+        entries = _cache_entries(cfile)
+        if entries is None:
+            continue
+        for path in files:
+            entry = entries.get(path.name)
+            try:
+                now = stat_key(path.stat())
+            except OSError:
+                continue
+            if isinstance(entry, dict) and entry.get("stat") == now and "problem" not in entry:
+                entry["sha256"] = digests[path]
+        _write_cache(cfile, entries)
+
+
+def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
+    """The sha256 the scan cache holds for each file still as it was when it was hashed.
+
+    A file counts as unchanged when its (size, mtime_ns, inode) equal those recorded when
+    its bytes were hashed: the same test a rescan trusts, so a digest the lock was made
+    from is not recomputed before install. Files without such an entry are left out (the
+    caller hashes them). Set ``WH_VERIFY_REHASH=1`` to trust nothing.
+    """
+    if os.environ.get("WH_VERIFY_REHASH", "") not in ("", "0"):
+        return {}
+    by_dir: dict[Path, list[Path]] = {}
+    for p in paths:
+        by_dir.setdefault(p.parent, []).append(p)
+    out: dict[Path, str] = {}
+    for folder, files in by_dir.items():
+        try:
+            data = json.loads(_cache_file(folder).read_text(encoding="utf-8"))
+            entries = data["entries"] if data.get("version") == _CACHE_VERSION else {}
+        except (OSError, ValueError, KeyError):
+            continue
+        for p in files:
+            e = entries.get(p.name)
+            if not isinstance(e, dict) or "sha256" not in e or "problem" in e:
+                continue
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            if e.get("stat") == stat_key(st, p):
+                out[p] = str(e["sha256"])
+    return out
+
+
+def _write_cache(cfile: Path, entries: dict[str, dict[str, object]]) -> None:
+    try:
+        cfile.parent.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock
+
+        with FileLock(str(cfile) + ".lock", timeout=30):
+            write_json(cfile, {"version": _CACHE_VERSION, "entries": entries})
+    except OSError:
+        # A read-only cache location only costs speed, never correctness.
+        pass
