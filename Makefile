@@ -14,6 +14,7 @@ test: $(STAMP) lint typecheck unit
 lint: $(STAMP)
 	$(VENV)/bin/ruff check installer tests demo
 	$(VENV)/bin/ruff format --check installer tests demo
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
