@@ -7,7 +7,9 @@ ratio compares like with like on the same machine, page cache and moment.
     python -m tests.bench                      # synthetic wheelhouse (~1.5 GB) + resolver
     python -m tests.bench --quick              # ~200 MB, fewer repeats
     python -m tests.bench --real /opt/pypi/files --real-roots transformers,fastapi
-    python -m tests.bench --wh-src /tmp/base   # benchmark another checkout of wh (before/after)
+    python -m tests.bench --wh-src /tmp/base   # benchmark another checkout of wh
+    python -m tests.bench --baseline 23b59d4   # lock and install rows of that commit and of
+                                               # this tree, alternating, with a before/after table
 
 Make a real GPU wheelhouse, with the network (about 5 GB for the sglang stack):
 
@@ -58,8 +60,78 @@ except ModuleNotFoundError:  # Python 3.10
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
 # Subprocesses run in a scratch folder: ``python -m`` puts the cwd first on sys.path, and
-# the repo's own ``installer`` would shadow the one ``--wh-src`` names.
+# the repo's own folders would shadow the checkout ``--wh-src`` or ``--baseline`` names.
 CWD = [Path(tempfile.gettempdir())]
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One checkout of wh that the wh rows run: where its import package is and how it starts.
+
+    The import package was ``installer`` at the repository root before commit 9852a71 and is
+    ``wh`` under ``installer/`` since, so a tree's layout decides its PYTHONPATH and its
+    ``python -m`` entry. ``path`` None runs the wh this venv has installed."""
+
+    label: str
+    package: str  # the import package: wh, or installer before 9852a71
+    cli: str  # the module ``python -m`` runs
+    path: Path | None  # what goes first on PYTHONPATH; None: the venv's own install
+
+    @staticmethod
+    def at(root: Path, label: str) -> Tree:
+        root = root.resolve()
+        if (root / "installer" / "wh" / "__init__.py").is_file():
+            return Tree(label, "wh", "wh.cli.main", root / "installer")
+        if (root / "installer" / "cli.py").is_file():
+            return Tree(label, "installer", "installer.cli", root)
+        raise SystemExit(
+            f"{root}: neither installer/wh/__init__.py nor installer/cli.py: not a checkout of wh"
+        )
+
+    def env(self, base: dict[str, str]) -> dict[str, str]:
+        env = dict(base)
+        env.pop("PYTHONPATH", None)
+        if self.path is not None:
+            env["PYTHONPATH"] = str(self.path)
+        return env
+
+
+CURRENT = Tree("this tree", "wh", "wh.cli.main", None)
+
+
+def checkout(rev: str, into: Path) -> Tree:
+    """REV's files (``git archive``) in a folder of the scratch space, as a Tree.
+
+    It runs with this venv, so its dependencies must be this tree's: a REV that declares
+    others is refused rather than measured with the wrong ones."""
+    full = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    if full.returncode != 0:
+        raise SystemExit(f"--baseline {rev}: not a commit of {REPO}")
+    sha = full.stdout.strip()
+    into.mkdir(parents=True)
+    archive = subprocess.Popen(
+        ["git", "-C", str(REPO), "archive", "--format=tar", sha], stdout=subprocess.PIPE
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout, check=True)
+    if archive.wait() != 0:
+        raise SystemExit(f"--baseline {rev}: git archive failed")
+
+    def deps(pyproject: Path) -> list[str]:
+        return sorted(tomllib.loads(pyproject.read_text())["project"]["dependencies"])
+
+    theirs, ours = deps(into / "pyproject.toml"), deps(REPO / "pyproject.toml")
+    if theirs != ours:
+        raise SystemExit(
+            f"--baseline {rev}: its dependencies differ from this tree's, which this venv has "
+            f"(only theirs: {sorted(set(theirs) - set(ours))}; only ours: "
+            f"{sorted(set(ours) - set(theirs))}); pick a commit with the same dependencies"
+        )
+    return Tree.at(into, f"baseline {sha[:7]}")
+
 
 # --- child programs (self-contained, so they also run against another wh checkout) ---------
 
@@ -182,6 +254,7 @@ class Report:
     def __init__(self) -> None:
         self.rows: list[Row] = []
         self.ratios: list[tuple[str, str, float, float, str]] = []
+        self.pairs: list[tuple[str, str, Row, Row]] = []  # before/after, with --baseline
 
     def add(self, section: str, what: str, runs: list[Run], note: str = "") -> Row:
         row = Row(section, what, runs, note)
@@ -199,6 +272,27 @@ class Report:
         r, m = a.best / b.best, a.median / b.median
         self.ratios.append((label, f"{a.what} / {b.what}", r, m, target))
         print(f"  => {label}: {r:.2f}x (medians {m:.2f}x) {target}", flush=True)
+
+    def before_after(self, section: str, what: str, before: Row, after: Row) -> None:
+        self.pairs.append((section, what, before, after))
+        print(
+            f"  => after / before: {after.best / before.best:.2f}x "
+            f"(medians {after.median / before.median:.2f}x)",
+            flush=True,
+        )
+
+    def before_after_markdown(self, before: str, after: str) -> str:
+        lines = [
+            "| section | what | before best s | after best s | after / before | "
+            "before median s | after median s | after / before |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for section, what, b, a in self.pairs:
+            lines.append(
+                f"| {section} | {what} | {b.best:.3f} | {a.best:.3f} | {a.best / b.best:.2f}x | "
+                f"{b.median:.3f} | {a.median:.3f} | {a.median / b.median:.2f}x |"
+            )
+        return f"before: {before}; after: {after}\n\n" + "\n".join(lines)
 
     def markdown(self) -> str:
         lines = ["| section | what | best s | median s | runs | peak RSS MB | note |"]
@@ -355,16 +449,24 @@ def fresh_venv(path: Path) -> Path:
 
 
 class Bench:
-    def __init__(self, args: argparse.Namespace, work: Path) -> None:
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        work: Path,
+        tree: Tree = CURRENT,
+        baseline: Tree | None = None,
+    ) -> None:
         self.args = args
         self.work = work
         self.report = Report()
-        self.env = dict(os.environ)
-        self.env.pop("VIRTUAL_ENV", None)
-        self.env["PIP_CONFIG_FILE"] = os.devnull
-        self.env["NO_COLOR"] = "1"
-        if args.wh_src:
-            self.env["PYTHONPATH"] = str(Path(args.wh_src).resolve())
+        self.base = dict(os.environ)
+        self.base.pop("VIRTUAL_ENV", None)
+        self.base["PIP_CONFIG_FILE"] = os.devnull
+        self.base["NO_COLOR"] = "1"
+        self.tree = tree  # the wh under test: every section runs it
+        # the lock and install sections run each wh row for every tree, the baseline first
+        self.trees = [baseline, tree] if baseline is not None else [tree]
+        self.env = tree.env(self.base)
         self._n = 0
         self._batches: dict[Path, list[list[Path]]] = {}
 
@@ -372,15 +474,44 @@ class Bench:
         self._n += 1
         return self.work / f"{stem}-{self._n}"
 
-    def wh(self, *argv: str | Path) -> list[str | Path]:
-        return [PY, "-m", "wh.cli.main", *argv]
+    def wh(self, *argv: str | Path, tree: Tree | None = None) -> list[str | Path]:
+        return [PY, "-m", (tree or self.tree).cli, *argv]
 
-    def wh_env(self, cache: Path, **extra: str) -> dict[str, str]:
-        env = dict(self.env, WH_CACHE_DIR=str(cache))
+    def wh_env(self, cache: Path, tree: Tree | None = None, **extra: str) -> dict[str, str]:
+        env = (tree or self.tree).env(self.base)
+        env["WH_CACHE_DIR"] = str(cache)
         env.update(extra)
         return env
 
-    def lock_section(self, label: str, folder: Path, roots: list[str]) -> tuple[Path, Path]:
+    def tagged(self, what: str, tree: Tree) -> str:
+        return what if len(self.trees) == 1 else f"{what} [{tree.label}]"
+
+    def per_tree(
+        self,
+        section: str,
+        what: str,
+        n: int,
+        fn: Callable[[Tree, int], Run],
+        note: str = "",
+    ) -> dict[Tree, Row]:
+        """``n`` runs of a wh row for each tree, alternating tree by tree (this machine's
+        speed drifts), one row each; with a baseline, a line of the before/after table."""
+        runs: dict[Tree, list[Run]] = {t: [] for t in self.trees}
+        for i in range(n):
+            for t in self.trees:
+                runs[t].append(fn(t, i))
+        rows = {t: self.report.add(section, self.tagged(what, t), r, note) for t, r in runs.items()}
+        if len(self.trees) == 2:
+            self.report.before_after(section, what, rows[self.trees[0]], rows[self.trees[1]])
+        return rows
+
+    def lock_section(
+        self, label: str, folder: Path, roots: list[str]
+    ) -> dict[Tree, tuple[Path, Path]]:
+        """The lock rows; each wh row once per tree, the trees alternating run by run.
+
+        Returns, per tree, its lock and the scan cache its cold lock left (what the install
+        rows start from)."""
         a, rep = self.args, self.report
         section = f"lock: {label}"
         print(f"\n## {section}", flush=True)
@@ -404,26 +535,15 @@ class Bench:
             repeat(1, lambda i: run([PY, "-c", HASH_LIMIT, folder, "1"])),
         )
         del limit1
-        lockfile = self.work / f"pylock.{label}.toml"
+        key = {t: str(k) for k, t in enumerate(self.trees)}
+        lockfiles = {t: self.work / f"pylock.{label}.{key[t]}.toml" for t in self.trees}
         rflags = [x for r in roots for x in ("-r", r)]
         rflags += [x for n in a.allow_overwrite.split(",") if n for x in ("--allow-overwrite", n)]
         rflags += shlex.split(a.lock_flags)
-        caches: list[Path] = []
+        caches: dict[Tree, list[Path]] = {t: [] for t in self.trees}
 
-        def wh_cold(i: int) -> Run:
-            cache = self.tmp("whcache")
-            caches.append(cache)
-            cmd = self.wh(
-                "lock", *rflags, "--wheelhouse", folder, "--python", target, "--lockfile", lockfile
-            )
-            return run(cmd, env=self.wh_env(cache))
-
-        wh_c = rep.add(section, "wh lock, cold (empty scan cache)", repeat(a.repeat, wh_cold), note)
-        warm_cache = caches[-1]
-
-        def wh_cold_unchecked(i: int) -> Run:
-            cache = self.tmp("whcache")
-            cmd = self.wh(
+        def lock(t: Tree, lockfile: Path, *more: str) -> list[str | Path]:
+            return self.wh(
                 "lock",
                 *rflags,
                 "--wheelhouse",
@@ -431,17 +551,40 @@ class Bench:
                 "--python",
                 target,
                 "--lockfile",
-                self.work / "unchecked.toml",
-                "--skip-load-check",
-                "bench",
+                lockfile,
+                *more,
+                tree=t,
             )
-            return run(cmd, env=self.wh_env(cache), after=lambda: shutil.rmtree(cache))
 
-        wh_cu = rep.add(
+        def wh_cold(t: Tree, i: int) -> Run:
+            cache = self.tmp("whcache")
+            caches[t].append(cache)
+            return run(lock(t, lockfiles[t]), env=self.wh_env(cache, tree=t))
+
+        wh_c = self.per_tree(section, "wh lock, cold (empty scan cache)", a.repeat, wh_cold, note)[
+            self.tree
+        ]
+        warm_cache = {t: c[-1] for t, c in caches.items()}
+        if len(self.trees) == 2:  # the same inputs should give the same lock bytes
+            before, after = (lockfiles[t].read_bytes() for t in self.trees)
+            same = "byte for byte the same" if before == after else "DIFFERENT"
+            print(f"  => the two trees' locks are {same}", flush=True)
+
+        def wh_cold_unchecked(t: Tree, i: int) -> Run:
+            cache = self.tmp("whcache")
+            unchecked = self.work / f"unchecked.{key[t]}.toml"
+            return run(
+                lock(t, unchecked, "--skip-load-check", "bench"),
+                env=self.wh_env(cache, tree=t),
+                after=lambda: shutil.rmtree(cache),
+            )
+
+        wh_cu = self.per_tree(
             section,
             "wh lock, cold, --skip-load-check (no load check)",
-            repeat(a.repeat, wh_cold_unchecked),
-        )
+            a.repeat,
+            wh_cold_unchecked,
+        )[self.tree]
         rep.ratio(
             f"{label}: cold wh lock / the same without the load check",
             wh_c,
@@ -449,72 +592,59 @@ class Bench:
             "target <= 1.2x",
         )
         # a re-lock that resolves again (memo off): the load check from its digest cache
-        relock = self.wh(
-            "lock", *rflags, "--wheelhouse", folder, "--python", target, "--lockfile", lockfile
-        )
-        wh_r = rep.add(
+        wh_r = self.per_tree(
             section,
             "wh lock, warm caches, lock memo off (resolves; natives cached)",
-            repeat(
-                a.repeat_warm,
-                lambda i: run(relock, env=self.wh_env(warm_cache, WH_NO_LOCK_MEMO="1")),
+            a.repeat_warm,
+            lambda t, i: run(
+                lock(t, lockfiles[t]),
+                env=self.wh_env(warm_cache[t], tree=t, WH_NO_LOCK_MEMO="1"),
             ),
-        )
-        wh_ru = rep.add(
+        )[self.tree]
+        wh_ru = self.per_tree(
             section,
             "wh lock, warm caches, lock memo off, --skip-load-check",
-            repeat(
-                a.repeat_warm,
-                lambda i: run(
-                    [*relock[:-1], self.work / "unchecked.toml", "--skip-load-check", "bench"],
-                    env=self.wh_env(warm_cache, WH_NO_LOCK_MEMO="1"),
-                ),
+            a.repeat_warm,
+            lambda t, i: run(
+                lock(t, self.work / f"unchecked.{key[t]}.toml", "--skip-load-check", "bench"),
+                env=self.wh_env(warm_cache[t], tree=t, WH_NO_LOCK_MEMO="1"),
             ),
-        )
+        )[self.tree]
         print(
             f"  => {label}: the cached load check adds {wh_r.best - wh_ru.best:.3f} s to a "
             "re-resolving lock (target < 0.010 s)",
             flush=True,
         )
-        wh_w = rep.add(
+        wh_w = self.per_tree(
             section,
             "wh lock, warm (nothing changed)",
-            repeat(
-                a.repeat_warm,
-                lambda i: run(
-                    self.wh(
-                        "lock",
-                        *rflags,
-                        "--wheelhouse",
-                        folder,
-                        "--python",
-                        target,
-                        "--lockfile",
-                        lockfile,
-                    ),
-                    env=self.wh_env(warm_cache),
-                ),
-            ),
-        )
-        declared = self.wh(
-            "lock",
-            *rflags,
-            "--wheelhouse",
-            folder,
-            "--platform",
-            host_platform(),
-            "--python-version",
-            platform.python_version(),
-            "--lockfile",
-            self.work / "declared.toml",
-        )
-        run(declared, env=self.wh_env(warm_cache))  # its first lock: not a re-lock
-        wh_wd = rep.add(
+            a.repeat_warm,
+            lambda t, i: run(lock(t, lockfiles[t]), env=self.wh_env(warm_cache[t], tree=t)),
+        )[self.tree]
+
+        def declared(t: Tree) -> list[str | Path]:
+            return self.wh(
+                "lock",
+                *rflags,
+                "--wheelhouse",
+                folder,
+                "--platform",
+                host_platform(),
+                "--python-version",
+                platform.python_version(),
+                "--lockfile",
+                self.work / f"declared.{key[t]}.toml",
+                tree=t,
+            )
+
+        for t in self.trees:  # its first lock: not a re-lock
+            run(declared(t), env=self.wh_env(warm_cache[t], tree=t))
+        self.per_tree(
             section,
             "wh lock, warm, declared target (no interpreter probe)",
-            repeat(a.repeat_warm, lambda i: run(declared, env=self.wh_env(warm_cache))),
+            a.repeat_warm,
+            lambda t, i: run(declared(t), env=self.wh_env(warm_cache[t], tree=t)),
         )
-        del wh_wd
         req_in = self.work / f"{label}.in"
         req_in.write_text("\n".join(roots) + "\n")
         uv_caches: list[Path] = []
@@ -563,15 +693,18 @@ class Bench:
         rep.ratio(f"{label}: cold wh lock / hash limit", wh_c, limit, "target <= 1.5x")
         rep.ratio(f"{label}: cold uv / cold wh lock", uv_c, wh_c, "target >= 5x")
         rep.ratio(f"{label}: warm uv / warm wh lock", uv_w, wh_w, "wh warm target < 0.3 s")
-        return lockfile, warm_cache
+        return {t: (lockfiles[t], warm_cache[t]) for t in self.trees}
 
-    def install_section(self, label: str, lockfile: Path, scan_cache: Path) -> None:
+    def install_section(self, label: str, locks: dict[Tree, tuple[Path, Path]]) -> None:
         """wh install --locked vs bare uv vs pip, each into a fresh venv, same uv cache state.
 
-        wh runs with the scan cache its lock left (``scan_cache``), as after ``wh lock``.
+        Each tree's wh installs its own lock with the scan cache its lock left, as after
+        ``wh lock``; the uv and pip rows install the wheels of the lock of the tree under
+        test.
         """
         a, rep = self.args, self.report
         section = f"install: {label}"
+        lockfile = locks[self.tree][0]
         print(f"\n## {section}", flush=True)
         data = tomllib.loads(lockfile.read_text())
         files = [
@@ -584,7 +717,7 @@ class Bench:
         print(f"  {warm_page_cache_files(files)}", flush=True)
         print(f"  {self.modelled(lockfile, files)}", flush=True)
         for state in a.install_states.split(","):
-            w = self._install_rows(section, label, lockfile, scan_cache, files, note, state)
+            w = self._install_rows(section, label, locks, files, note, state)
         if not a.skip_pip:
 
             def pip_install(i: int) -> Run:
@@ -615,7 +748,13 @@ class Bench:
             rep.ratio(f"{label}: pip / wh install (uv cache {state})", p, w, "target >= 3x")
 
     def _install_one(
-        self, who: str, lockfile: Path, scan_cache: Path, files: list[Path], uv_cache: Path
+        self,
+        who: str,
+        lockfile: Path,
+        scan_cache: Path,
+        files: list[Path],
+        uv_cache: Path,
+        tree: Tree | None = None,
     ) -> Run:
         venv = fresh_venv(self.tmp(f"venv-{who}"))
         if self.args.drop_caches:
@@ -627,10 +766,19 @@ class Bench:
         tuned = dict(uv_env, UV_CONCURRENT_INSTALLS=str(wh_uv_installs()))
         if who == "wh":
             cmd = self.wh(
-                "install", "--locked", "--lockfile", lockfile, "--python", venv, "--backend", "uv"
+                "install",
+                "--locked",
+                "--lockfile",
+                lockfile,
+                "--python",
+                venv,
+                "--backend",
+                "uv",
+                tree=tree,
             )
             # wh hands its uv WH_UV_CACHE_DIR (it strips UV_* from what it passes on)
-            done = run(cmd, env=self.wh_env(scan_cache, WH_UV_CACHE_DIR=str(uv_cache)))
+            env = self.wh_env(scan_cache, tree=tree, WH_UV_CACHE_DIR=str(uv_cache))
+            done = run(cmd, env=env)
         elif who in ("uv-levels", "uv-batches"):  # the order's calls, without wh
             order = lock_levels(lockfile) if who == "uv-levels" else self.batches(lockfile)
             parts = [run([*uv, *batch], env=tuned) for batch in order]
@@ -706,43 +854,57 @@ class Bench:
         self,
         section: str,
         label: str,
-        lockfile: Path,
-        scan_cache: Path,
+        locks: dict[Tree, tuple[Path, Path]],
         files: list[Path],
         note: str,
         state: str,
     ) -> Row:
         """wh, bare uv (its defaults), and uv with the concurrency wh gives it: in one call,
-        in wh's batches and in the lock's levels; their runs alternating (this machine's
-        speed drifts).
+        in wh's batches and in the lock's levels; with a baseline, the baseline's wh too;
+        their runs alternating (this machine's speed drifts).
 
-        Same cache state for all: cold, each run starts from an empty uv cache and wh from
-        the cache its lock left (scan digests, no remembered validation); warm, bare uv
-        fills the one uv cache and a wh run primes wh's cache first.
+        Same cache state for all: cold, each run starts from an empty uv cache and each wh
+        from the cache its lock left (scan digests, no remembered validation); warm, bare uv
+        fills the one uv cache and a run of each wh primes its own cache first.
         """
+        lockfile = locks[self.tree][0]
+        baseline = self.trees[0] if len(self.trees) == 2 else None
         n = self.args.repeat_install or (
             self.args.repeat if state == "cold" else self.args.repeat_warm
         )
         tuned_n = wh_uv_installs()
         chosen = self.args.install_rows.split(",")
         runs: dict[str, list[Run]] = {who: [] for who in INSTALL_ROWS if who in chosen}
+        if baseline is not None:  # the baseline's wh runs first in each round
+            runs = {"wh-baseline": [], **runs}
+        # which tree each wh row runs
+        trees = {"wh": self.tree, **({"wh-baseline": baseline} if baseline else {})}
         # one uv cache for every row: warm, the same files on disk for all; cold, emptied
         # after each run
         uv_cache = self.work / f"uvc-{label}"
         caches = {who: uv_cache for who in runs}
-        wh_cache = self.work / f"whcache-{label}-{state}"
+        wh_caches = {who: self.work / f"whcache-{label}-{state}-{who}" for who in trees}
 
-        def fresh_wh_cache() -> None:
-            shutil.rmtree(wh_cache, ignore_errors=True)
-            shutil.copytree(scan_cache, wh_cache)
+        def fresh_wh_cache(who: str) -> None:
+            shutil.rmtree(wh_caches[who], ignore_errors=True)
+            shutil.copytree(locks[trees[who]][1], wh_caches[who])
+
+        def install(who: str, cache: Path) -> Run:
+            if who in trees:  # a wh: its tree's lock and its own cache
+                t = trees[who]
+                return self._install_one("wh", locks[t][0], wh_caches[who], files, cache, tree=t)
+            return self._install_one(who, lockfile, wh_caches["wh"], files, cache)
 
         shutil.rmtree(uv_cache, ignore_errors=True)
-        if state == "warm":  # bare uv fills the uv cache, then wh primes its own cache
-            fresh_wh_cache()
-            for who in ("uv", "wh"):
-                self._install_one(who, lockfile, wh_cache, files, uv_cache)
+        if state == "warm":  # bare uv fills the uv cache, then each wh primes its own cache
+            install("uv", uv_cache)
+            for who in trees:
+                fresh_wh_cache(who)
+                install(who, uv_cache)
         labels = {
-            "wh": f"wh install --locked (uv backend), caches {state}",
+            "wh": self.tagged(f"wh install --locked (uv backend), caches {state}", self.tree),
+            "wh-baseline": f"wh install --locked (uv backend), caches {state} "
+            f"[{baseline.label if baseline else ''}]",
             "uv": f"bare uv pip install --no-deps --link-mode=copy, uv cache {state}",
             "uv-tuned": f"the same bare uv with UV_CONCURRENT_INSTALLS={tuned_n} (wh's setting), "
             f"uv cache {state}",
@@ -755,14 +917,22 @@ class Bench:
         }
         for _ in range(n):
             for who, cache in caches.items():
-                if state == "cold" and who == "wh":
-                    fresh_wh_cache()
-                runs[who].append(self._install_one(who, lockfile, wh_cache, files, cache))
+                if state == "cold" and who in trees:
+                    fresh_wh_cache(who)
+                runs[who].append(install(who, cache))
                 if state == "cold":
                     shutil.rmtree(cache, ignore_errors=True)
         rows = {who: self.report.add(section, labels[who], r, note) for who, r in runs.items()}
+        if "wh-baseline" in rows:
+            self.report.before_after(
+                section,
+                f"wh install --locked (uv backend), caches {state}",
+                rows["wh-baseline"],
+                rows["wh"],
+            )
         ratios = [
             ("wh", "uv", "wh install / bare uv", "target <= 1.1x"),
+            ("wh-baseline", "uv", "the baseline's wh install / bare uv", "target <= 1.1x"),
             (
                 "wh",
                 "uv-tuned",
@@ -943,7 +1113,18 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="runs of each install row, cold and warm (default: --repeat cold, --repeat-warm warm)",
     )
-    ap.add_argument("--wh-src", help="run the wh of another checkout (PYTHONPATH)")
+    ap.add_argument(
+        "--wh-src",
+        type=Path,
+        help="run the wh of another checkout (its root; PYTHONPATH) instead of this venv's",
+    )
+    ap.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also run the lock and install rows of wh at commit REV (its files from git "
+        "archive, this venv's dependencies), alternating with the wh under test, and print "
+        "a before/after table; with --only, only the lock and install sections compare",
+    )
     ap.add_argument("--work", type=Path, default=REPO / ".bench", help="inputs and scratch")
     ap.add_argument("--markdown", type=Path, help="also write the tables here")
     a = ap.parse_args(argv)
@@ -956,10 +1137,15 @@ def main(argv: list[str] | None = None) -> int:
     only = set(a.only or ["lock", "install", "resolve", "startup", "fetch"])
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=a.work))
     CWD[0] = scratch
-    bench = Bench(a, scratch)
+    tree = Tree.at(a.wh_src, f"{a.wh_src}") if a.wh_src else CURRENT
+    baseline = checkout(a.baseline, scratch / "baseline") if a.baseline else None
+    bench = Bench(a, scratch, tree, baseline)
     desc = machine()
-    under_test = run([PY, "-c", "import installer; print(wh.__file__)"], env=bench.env)
-    desc += f"; wh under test: {Path(under_test.out.strip()).parent}"
+    for t in bench.trees:
+        where = run(
+            [PY, "-c", f"import {t.package}; print({t.package}.__file__)"], env=t.env(bench.base)
+        )
+        desc += f"; {t.label}: {Path(where.out.strip()).parent}"
     print(f"machine: {desc}", flush=True)
     try:
         if "resolve" in only:
@@ -973,18 +1159,20 @@ def main(argv: list[str] | None = None) -> int:
         if not a.skip_synth and only & {"lock", "install"}:
             folder = synth_wheelhouse(a.work, a.synth_wheels, a.synth_mb)
             roots = (folder / "roots.txt").read_text().split()
-            lf, cache = bench.lock_section("synthetic", folder, roots)
+            locks = bench.lock_section("synthetic", folder, roots)
             if "install" in only:
-                bench.install_section("synthetic", lf, cache)
+                bench.install_section("synthetic", locks)
         if a.real and only & {"lock", "install"}:
             roots = [r for r in a.real_roots.split(",") if r]
-            lf, cache = bench.lock_section("real", a.real.resolve(), roots)
+            locks = bench.lock_section("real", a.real.resolve(), roots)
             if "install" in only:
-                bench.install_section("real", lf, cache)
+                bench.install_section("real", locks)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     md = f"machine: {desc}\n\ncommand: python -m tests.bench {' '.join(argv or sys.argv[1:])}\n\n"
     md += bench.report.markdown()
+    if baseline is not None:
+        md += "\n\n" + bench.report.before_after_markdown(baseline.label, tree.label)
     print("\n" + md)
     if a.markdown:
         a.markdown.write_text(md + "\n")
