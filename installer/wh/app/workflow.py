@@ -187,8 +187,8 @@ def do_lock(
         locked_names = set(resolution.packages)
         locked_wheels = [w for w in wh.wheels if w.name in locked_names]
         hooks.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
-        # speed: RECORDs are read for overwrites while the hashing threads (GIL released)
-        # run: alone, 0.18-0.22 s for torch, two opencv wheels and numpy (13,634 files)
+        # RECORDs are read for overwrites on a side thread while the hashing threads (GIL
+        # released) run, so the overwrite check adds no wall time of its own
         with ThreadPoolExecutor(max_workers=1) as side:
             overwriting = side.submit(_overwrites, resolution, profile.allow_overwrite)
             hashed = add_hashes(locked_wheels, on_hashed=hooks.hashed, started=prehash.started)
@@ -463,7 +463,7 @@ def do_install(
 
     lock = lock or lockmod.read(lock_path)
     # only the prefix is needed before the lock is held; a venv's is found without running
-    # its interpreter (one probe of 0.1-0.2 s less), another's from the probe cache
+    # its interpreter (from where its pyvenv.cfg is), another's from the probe cache
     prefix = venv_prefix(python) or probe(python, cached=True).prefix
     # reliability: one wh per environment (pid sidecar), finish a killed install first
     with envlock.hold(prefix, lock_timeout, hooks.status):

@@ -41,9 +41,9 @@ def concurrent_installs(environ: Mapping[str, str]) -> int:
     the usable cores.
 
     uv's own default is one per core. Copying from uv's cache is mostly kernel work waiting
-    on the disk, so with one per core the cores sit idle part of the time: bare uv on the
-    sglang stack (2 cores, page cache emptied, 3 runs each) took 32.8-39.9 s warm with 2
-    and 30.2-31.2 s with 4; cold (empty uv cache) 64-68 s either way.
+    on the disk, so with one per core the cores sit idle part of the time; twice as many
+    keep them busy while others wait. An install that unpacks into an empty cache is
+    CPU-bound and runs as fast with either.
     """
     raw = environ.get("WH_UV_CONCURRENT_INSTALLS", "").strip()
     if not raw:

@@ -58,8 +58,8 @@ def preflight(
         return [], layout(wheel, schemes, index)
 
     verified_now: list[Path] = []
-    # speed: one thread. The work is Python-bound (the sglang stack's 182 wheels, page cache
-    # emptied: 1.01 s on one thread, 1.09 s on 2, 1.27 s on 8), reading a few KB per wheel.
+    # one thread: the work is Python-bound (parsing each wheel's directory and RECORD,
+    # reading a few KB per wheel), so more threads only contend for the GIL.
     read_all = [read(w) for w in wheels]
     layouts = [lay for _, lay in read_all if lay is not None]
     # security: no wheel writes wh's control files or the environment's own (all at once)
@@ -112,9 +112,8 @@ class Checker:
     files from under them) and drops their findings.
 
     As many checks run at once as there are usable cores: each check hashes its files on
-    that many threads too, but a small wheel or one big file keeps only one busy (the
-    sglang stack's 182 wheels, installed, page cache warm: 8.8 s one check at a time,
-    5.6 s two at a time)."""
+    that many threads too, but a small wheel or one big file keeps only one busy, so one
+    check at a time would leave cores idle."""
 
     UNPACKED_PART = 128 << 20  # bytes of one wheel hashed by one job in submit_unpacked
 

@@ -246,7 +246,7 @@ class Early:
     # Smaller files wait for the wheel's mark. In the sglang stack the files of 64 KiB or
     # more hold nearly all of its 11.31 GB: the 184 of 1 MiB or more hold 9.43 GB, and
     # flashinfer-cubin, which uv writes last, is 10,252 files of 64 KiB to 1 MiB (1.2 GB),
-    # left to hash after uv exited when only files of 1 MiB or more were watched. A wheel's
+    # which a higher threshold would leave to hash after uv has exited. A wheel's
     # files are looked at only once the top-level entry of its first watched file exists
     # in the stage, so before uv reaches a wheel a look costs one stat call.
     WATCHED_FILE = 64 << 10
@@ -386,10 +386,10 @@ class _Folders:
     reached their RECORD size.
 
     A folder holding many of them is listed first and only the files present are looked
-    at: flashinfer-cubin writes 8,717 into one folder, and a stat of each remaining one
-    every half second (1.4 CPU-s over a cold install of the sglang stack) became one
-    listing plus a stat of what is new. A file the listing misses (another spelling of its
-    name) is never early: the check in place covers it."""
+    at: flashinfer-cubin writes 8,717 into one folder, and one listing plus a stat of what
+    is new costs far less than a stat of each remaining file every half second. A file the
+    listing misses (another spelling of its name) is never early: the check in place
+    covers it."""
 
     LIST_OVER = 16  # files left in a folder above which it is listed rather than probed
 

@@ -100,9 +100,9 @@ def _files_under(root: Path) -> Iterable[Path]:
 def _new_under(w: Watched, predicted: set[str]) -> Iterator[Path]:
     """The files under the watched root ``w`` that are new and predicted by no wheel.
 
-    speed: strings only, a key made per folder, the before-listing consulted only for a
-    file no wheel predicts (torch 2.13 CPU, 12,253 files, installed: 0.05 s; 0.23-0.34 s
-    with a Path and a key per file)."""
+    Strings only, a key made per folder, the before-listing consulted only for a file no
+    wheel predicts: a watched root can hold a whole wheel's files (torch: 12,000), almost
+    all of them predicted."""
     root = w.root
     had = set(w.entries) if w.existed else set()
     if not os.path.isdir(root) or os.path.islink(root):

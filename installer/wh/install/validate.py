@@ -460,8 +460,8 @@ def installed_problems(
     ``check_wheels`` raises, for the caller's transaction to roll back. A file ``hashed``
     holds is not read again (``remember_unpacked``).
     """
-    # speed: one string per file, no Path or dataclass made per file (the sglang stack's
-    # 61,000 files, checked while uv still writes: 2.5 CPU-s of bookkeeping before this).
+    # one string per file, no Path or dataclass made per file: this runs for every file of
+    # the install (tens of thousands on a GPU stack) while uv still writes, on its cores
     roots: dict[Path, str] = {}
     jobs: list[_Job] = []
     for lay in layouts:
