@@ -7,7 +7,7 @@ ratio compares like with like on the same machine, page cache and moment.
     python -m tests.bench                      # synthetic wheelhouse (~1.5 GB) + resolver
     python -m tests.bench --quick              # ~200 MB, fewer repeats
     python -m tests.bench --real /opt/pypi/files --real-roots transformers,fastapi
-    python -m tests.bench --wh-src /tmp/base   # benchmark another checkout of wh
+    python -m tests.bench --wh-src /tmp/base   # benchmark another checkout of wh (its root)
     python -m tests.bench --baseline 23b59d4   # lock and install rows of that commit and of
                                                # this tree, alternating, with a before/after table
 
@@ -1002,18 +1002,19 @@ class Bench:
         rep = self.report
         print("\n## start-up", flush=True)
         for argv in (["--help"], ["verify", "--help"]):
-            cmd = [PY, "-m", "wh.cli.main", *argv]
+            cmd = self.wh(*argv)
             runs = [run(cmd, env=self.env) for _ in range(self.args.repeat_warm)]
             rep.add("start-up", "wh " + " ".join(argv), runs)
-        r = run([PY, "-X", "importtime", "-c", "import wh.cli.main"], env=self.env)
+        cli = self.tree.cli
+        r = run([PY, "-X", "importtime", "-c", f"import {cli}"], env=self.env)
         total = 0
         for line in r.out.splitlines():
             parts = line.split("|")
-            if len(parts) == 3 and parts[2].strip() == "wh.cli.main":
+            if len(parts) == 3 and parts[2].strip() == cli:
                 total = int(parts[1])
         rep.add(
             "start-up",
-            "python -X importtime: wh.cli.main cumulative",
+            f"python -X importtime: {cli} cumulative",
             [Run(total / 1e6, r.rss_mb, 0, "")],
         )
         rep.add(
@@ -1123,7 +1124,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="REV",
         help="also run the lock and install rows of wh at commit REV (its files from git "
         "archive, this venv's dependencies), alternating with the wh under test, and print "
-        "a before/after table; with --only, only the lock and install sections compare",
+        "a before/after table (the other sections run only the wh under test)",
     )
     ap.add_argument("--work", type=Path, default=REPO / ".bench", help="inputs and scratch")
     ap.add_argument("--markdown", type=Path, help="also write the tables here")
@@ -1135,19 +1136,25 @@ def main(argv: list[str] | None = None) -> int:
         a.synth_wheels, a.synth_mb, a.repeat, a.repeat_warm = 64, 200, 1, 3
     a.work.mkdir(parents=True, exist_ok=True)
     only = set(a.only or ["lock", "install", "resolve", "startup", "fetch"])
+    tree = Tree.at(a.wh_src, f"{a.wh_src}") if a.wh_src else CURRENT
+    if tree.package != "wh" and "resolve" in only:
+        ap.error(
+            f"--wh-src {a.wh_src}: the resolve section imports wh's modules, which this tree "
+            "(from before commit 9852a71) names differently; leave it out with --only"
+        )
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=a.work))
     CWD[0] = scratch
-    tree = Tree.at(a.wh_src, f"{a.wh_src}") if a.wh_src else CURRENT
-    baseline = checkout(a.baseline, scratch / "baseline") if a.baseline else None
-    bench = Bench(a, scratch, tree, baseline)
-    desc = machine()
-    for t in bench.trees:
-        where = run(
-            [PY, "-c", f"import {t.package}; print({t.package}.__file__)"], env=t.env(bench.base)
-        )
-        desc += f"; {t.label}: {Path(where.out.strip()).parent}"
-    print(f"machine: {desc}", flush=True)
     try:
+        baseline = checkout(a.baseline, scratch / "baseline") if a.baseline else None
+        bench = Bench(a, scratch, tree, baseline)
+        desc = machine()
+        for t in bench.trees:
+            where = run(
+                [PY, "-c", f"import {t.package}; print({t.package}.__file__)"],
+                env=t.env(bench.base),
+            )
+            desc += f"; {t.label}: {Path(where.out.strip()).parent}"
+        print(f"machine: {desc}", flush=True)
         if "resolve" in only:
             bench.resolve_section()
         if "startup" in only:
