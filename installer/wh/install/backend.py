@@ -67,7 +67,7 @@ def unsupported_link_mode(name: str, capabilities: Capabilities, link_mode: str)
     if link_mode in capabilities.link_modes:
         return None
     modes = ", ".join(sorted(capabilities.link_modes))
-    return f"{name} cannot install with link mode {link_mode!r} (it supports: {modes})"
+    return f"{name} cannot install with link mode {str(link_mode)!r} (it supports: {modes})"
 
 
 def uv_binary() -> Path | None:
