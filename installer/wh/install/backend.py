@@ -36,6 +36,9 @@ class Capabilities:
     stages: bool
     # unpacks wheels through a uv cache, which may be one wh chooses (``stage(cache=...)``)
     uv_cache: bool
+    # asks the target's interpreter about itself and reads the answer from its stdout, so
+    # an interpreter that prints as it starts confuses it (``fit_interpreter``)
+    reads_interpreter_stdout: bool
 
 
 class Backend(Protocol):
@@ -103,7 +106,9 @@ def concurrent_installs(environ: Mapping[str, str]) -> int:
 
 class UvBackend:
     name = "uv"
-    capabilities = Capabilities(frozenset(LinkMode), stages=True, uv_cache=True)
+    capabilities = Capabilities(
+        frozenset(LinkMode), stages=True, uv_cache=True, reads_interpreter_stdout=True
+    )
 
     def __init__(self, uv: Path, environ: Mapping[str, str] = os.environ) -> None:
         self.uv = uv
@@ -167,7 +172,10 @@ class PipBackend:
     name = "pip"
     threads = 1  # pip installs one wheel after another
     # pip copies each file into place, and only into the environment it installs into
-    capabilities = Capabilities(frozenset({LinkMode.COPY}), stages=False, uv_cache=False)
+    # and runs inside the target's interpreter rather than asking it about itself
+    capabilities = Capabilities(
+        frozenset({LinkMode.COPY}), stages=False, uv_cache=False, reads_interpreter_stdout=False
+    )
 
     def command(
         self, python: Path, wheels: Sequence[Path], *, link_mode: LinkMode, reinstall: bool
@@ -281,7 +289,7 @@ def fit_interpreter(
     call on such an interpreter fails ("returned an invalid response"); pip runs inside the
     interpreter and is not confused. ``auto`` therefore takes pip; ``uv`` asked for by name
     is refused (exit 10) before anything changes."""
-    if chosen.name != "uv" or not startup_output.strip():
+    if not chosen.capabilities.reads_interpreter_stdout or not startup_output.strip():
         return chosen, None
     shown = [line for line in startup_output.splitlines() if line.strip()][-5:]
     if requested != "auto":
