@@ -68,6 +68,7 @@ def test_another_link_mode_links_into_the_users_cache() -> None:
     ("facts", "why"),
     [
         (_facts(batches=1), "one batch: one uv call"),
+        (_facts(batches=0), "nothing to install"),
         (_facts(stageable=False), "not a venv with every install folder under its prefix"),
     ],
 )

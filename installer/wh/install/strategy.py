@@ -21,7 +21,7 @@ from pathlib import Path
 from wh.env.environment import Environment
 from wh.errors import InstallError
 from wh.install import uvcache
-from wh.install.backend import Backend, Capabilities, unsupported_link_mode
+from wh.install.backend import Backend, Capabilities, UvBackend, unsupported_link_mode
 from wh.install.layout import Schemes, WheelLayout
 from wh.install.modes import LinkMode, StrEnum, UvCacheMode
 from wh.install.stagedir import can_stage, stage_root
@@ -122,17 +122,24 @@ def refuse_unsupported(name: str, caps: Capabilities, request: Request) -> None:
     if why is None:
         return
     modes = " or ".join(f"--link-mode {m}" for m in sorted(caps.link_modes))
-    other = "" if name == "uv" else "--backend uv, or "
+    other = "--backend uv, or " if request.link_mode in UvBackend.capabilities.link_modes else ""
     raise InstallError(
         f"{why}, which {request.link_mode_from} asks for; nothing was changed",
         hint=f"use {other}{modes}",
     )
 
 
+def _stages(caps: Capabilities, facts: Facts) -> bool:
+    """Staging pays (more than one batch) and can be done (the backend and the target can)."""
+    return caps.stages and facts.batches > 1 and facts.stageable
+
+
 def _placement(name: str, caps: Capabilities, facts: Facts) -> tuple[Placement, str]:
     if not caps.stages:
         return Placement.DIRECT, f"{name} installs into the environment only: one call per batch"
-    if facts.batches <= 1:
+    if facts.batches == 0:
+        return Placement.DIRECT, "nothing to install"
+    if facts.batches == 1:
         return Placement.DIRECT, f"one batch: one {name} call"
     if not facts.stageable:
         return Placement.DIRECT, (
@@ -150,7 +157,7 @@ def wants_cached(caps: Capabilities, request: Request, facts: Facts) -> bool:
         caps.uv_cache
         and request.link_mode is LinkMode.COPY
         and request.uv_cache is UvCacheMode.AUTO
-        and _placement("", caps, facts)[0] is Placement.STAGED
+        and _stages(caps, facts)
     )
 
 
