@@ -401,3 +401,74 @@ def test_verify_warns_when_the_launch_needs_what_the_build_lacks(
     again = run_wh("verify", "p", "--python", python, "--lockfile", tmp_path / "l.toml")
     assert again.returncode == 0, again.stderr
     assert "flash_ops" not in again.stdout
+
+
+def _folder_times(venv: Path) -> dict[str, int]:
+    """Every folder below the venv's top with its mtime: a file moved out of a folder and
+    back (the journal's move aside and a rollback) changes it, even with the bytes equal.
+    The top is left out: wh's install-lock sidecar comes and goes there on every run."""
+    return {str(p.relative_to(venv)): p.stat().st_mtime_ns for p in venv.rglob("*") if p.is_dir()}
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_pip_with_link_mode_hardlink_is_refused_before_the_journal_moves_anything(
+    tmp_path: Path, new_venv: Callable[..., Path], dry_run: bool
+) -> None:
+    """lib 1.0 installed, the lock replaces it with 2.0 (so the journal would move its
+    RECORD and its files aside): pip cannot hardlink, which is refused (exit 7, README)
+    with the rule and the fix before the transaction starts: the venv is byte for byte
+    as it was and no folder of it was touched."""
+    from tests.envsnap import diff, snapshot
+
+    house = tmp_path / "wheelhouse"
+    make_wheel(house, "lib", "2.0", files={"lib/__init__.py": b"X = 2\n"})
+    python = new_venv([make_wheel(tmp_path / "old", "lib", "1.0")])
+    venv = python.parent.parent
+    before, times = snapshot(venv), _folder_times(venv)
+    r = run_wh(
+        "install", "-r", "lib==2.0", "--wheelhouse", house, "--python", python,
+        "--lockfile", tmp_path / "l.toml", "--backend", "pip", "--link-mode", "hardlink",
+        *(["--dry-run"] if dry_run else []),
+    )  # fmt: skip
+    assert r.returncode == 7, r.stdout + r.stderr
+    assert (
+        "pip cannot install with link mode 'hardlink' (it supports: copy), which --link-mode "
+        "asks for; nothing was changed" in r.stderr
+    )
+    assert "use --backend uv, or --link-mode copy" in r.stderr
+    assert "restored" not in r.stderr  # no transaction to roll back
+    assert diff(before, snapshot(venv)) == []
+    assert _folder_times(venv) == times
+
+
+def test_dry_run_prints_how_the_install_would_be_carried_out(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    """Two batches into a venv with uv: staged, through a private uv cache (uv's is empty);
+    with pip: direct, through no uv cache. Text and JSON say the same."""
+    house = tmp_path / "wheelhouse"
+    make_wheel(house, "base", "1.0")
+    make_wheel(house, "top", "1.0", ["base"])
+    python = new_venv()
+    venv = python.parent.parent
+    common = ("install", "-r", "top", "--wheelhouse", house, "--python", python,
+              "--lockfile", tmp_path / "l.toml", "--dry-run")  # fmt: skip
+    uv = run_wh(*common, "--backend", "uv", "--uv-cache", "private")
+    assert uv.returncode == 0, uv.stderr
+    assert (
+        f"  strategy: staged (uv writes every wheel into {venv.resolve() / '.wh-stage'} at "
+        "once, then each batch moves into place); private uv cache (--uv-cache private)\n"
+        in uv.stdout
+    )
+    pip = run_wh(*common, "--backend", "pip", "--json")
+    assert pip.returncode == 0, pip.stderr
+    assert json.loads(pip.stdout)["strategy"] == {
+        "backend": "pip",
+        "link_mode": "copy",
+        "placement": "direct",
+        "placement_reason": "pip installs into the environment only: one call per batch",
+        "cache": "none",
+        "cache_reason": "pip unpacks through no uv cache",
+        "stage": None,
+    }
+    assert not (venv / ".wh-stage").exists()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from wh.env.environment import probe
 from wh.errors import WheelhouseError
-from wh.install import safeguard
+from wh.install import checker
 from wh.install.layout import Schemes, layout
 from wh.install.validate import installed_problems, problems
 
@@ -67,14 +67,14 @@ def test_a_passed_digest_is_not_checked_again(
     env = probe(python)
     lay = layout(wheel, Schemes.of(env))
     digests = {wheel: hashlib.sha256(wheel.read_bytes()).hexdigest()}
-    safeguard.verify_installed(env, [lay], digests)  # checked, and remembered
+    checker.verify_installed(env, [lay], digests)  # checked, and remembered
     (env.purelib / "tool" / "__init__.py").write_bytes(b"VALUE = 2\n")
-    safeguard.verify_installed(env, [lay], digests)  # same bytes of wheel: not checked again
+    checker.verify_installed(env, [lay], digests)  # same bytes of wheel: not checked again
     with pytest.raises(WheelhouseError):
-        safeguard.verify_installed(env, [lay])  # no digest, nothing to remember by
+        checker.verify_installed(env, [lay])  # no digest, nothing to remember by
     monkeypatch.setenv("WH_VERIFY_REHASH", "1")
     with pytest.raises(WheelhouseError):
-        safeguard.verify_installed(env, [lay], digests)
+        checker.verify_installed(env, [lay], digests)
 
 
 def test_checker_reports_an_earlier_batch_at_wait_and_drops_it_on_another_error(
@@ -85,12 +85,12 @@ def test_checker_reports_an_earlier_batch_at_wait_and_drops_it_on_another_error(
     schemes = Schemes.of(env)
     lay = layout(wheel, schemes)
     (schemes.purelib / "tool" / "__init__.py").write_bytes(b"VALUE = 2\n")
-    with safeguard.Checker(env) as check:
+    with checker.Checker(env) as check:
         check.submit([lay])  # checked on its thread while the caller goes on
         with pytest.raises(WheelhouseError, match="failed validation"):
             check.wait()
     # another error leaves the block: the thread is waited for, its finding dropped
-    with pytest.raises(RuntimeError, match="backend failed"), safeguard.Checker(env) as check:
+    with pytest.raises(RuntimeError, match="backend failed"), checker.Checker(env) as check:
         check.submit([lay])
         raise RuntimeError("backend failed")
     assert check.pending and all(f.done() for f in check.pending)

@@ -10,7 +10,10 @@ import pytest
 from packaging.utils import canonicalize_name
 from wh.env.environment import Environment
 from wh.install.layout import Schemes, Target, WheelLayout
-from wh.install.staging import Early, Mover, _Folders, can_stage, rounds
+from wh.install.mover import Mover
+from wh.install.rounds import rounds
+from wh.install.stagedir import can_stage
+from wh.install.watch import Early, _Folders
 from wh.wheel.writer import write_wheel
 
 from tests.envsnap import make_venv, site_packages, wh
@@ -139,7 +142,7 @@ def test_a_staged_check_passes_sound_files_and_only_reports_the_rest(tmp_path: P
     """``Checker.submit_staged`` answers True/False and never raises: a False wheel is
     checked again once moved, and that check decides."""
     from wh.env.environment import probe
-    from wh.install import safeguard
+    from wh.install import checker
     from wh.install.layout import layout
 
     from tests.factory import make_wheel
@@ -149,7 +152,7 @@ def test_a_staged_check_passes_sound_files_and_only_reports_the_rest(tmp_path: P
     python = venv_with(tmp_path / "venv", [wheel])
     env = probe(python)
     lay = layout(wheel, Schemes.of(env))
-    with safeguard.Checker(env) as check:
+    with checker.Checker(env) as check:
         assert check.submit_staged(lay, lambda p: p).result() is True
         (env.purelib / "tool" / "__init__.py").write_bytes(b"V = 2\n")
         assert check.submit_staged(lay, lambda p: p).result() is False
@@ -190,7 +193,7 @@ def test_uv_marks_a_staged_wheel_written_with_its_installer_file(tmp_path: Path)
     INSTALLER, after every file of the wheel); a wheel that ships its own INSTALLER has
     no such mark and is left to the check in place."""
     from wh.env.environment import probe, venv_python
-    from wh.install.backend import UvBackend, choose
+    from wh.install.backend import choose
     from wh.install.layout import layout
 
     from tests.factory import make_wheel
@@ -214,7 +217,7 @@ def test_uv_marks_a_staged_wheel_written_with_its_installer_file(tmp_path: Path)
     assert mover.written(lays[1]) is None
     assert not mark.exists()
     uv = choose("uv")
-    assert isinstance(uv, UvBackend)
+    assert uv.capabilities.stages
     uv.stage(python, [plain, own], root / "0", link_mode="copy")
     assert mark.read_text().strip() == "uv"
     assert (mark.parent.parent / "plain" / "__init__.py").read_bytes() == b"P = 1\n"
@@ -255,13 +258,13 @@ def test_early_checks_a_big_file_once_it_has_its_size_and_the_rest_once_marked(
     import hashlib
 
     from wh.cache import verified
-    from wh.install import safeguard
+    from wh.install import checker
 
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
     big = (bytes(range(256)) * (size // 256 + 1))[:size]  # 2 MiB, or 100 KiB
     env, lay, mover, wheel = _staged_by_hand(tmp_path, big)
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    with safeguard.Checker(env, {lay.wheel: digest}) as check:
+    with checker.Checker(env, {lay.wheel: digest}) as check:
         early = Early(check, mover, [lay])
         early.poll()
         assert early.parts == {}  # nothing staged yet
@@ -293,12 +296,12 @@ def test_a_big_file_hashed_too_soon_leaves_the_wheel_to_the_check_in_place(
     """A staged file with its RECORD size but other bytes (a writer that sizes the file
     first) fails only the early part: the wheel is not passed, the files that matched are
     reported so the check in place skips them, and nothing is remembered."""
-    from wh.install import safeguard
+    from wh.install import checker
 
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
     big = bytes(range(256)) * 8192
     env, lay, mover, wheel = _staged_by_hand(tmp_path, big)
-    with safeguard.Checker(env) as check:
+    with checker.Checker(env) as check:
         early = Early(check, mover, [lay])
         _stage_file(mover, lay, "big/blob.bin", bytes(len(big)))  # zeros, full size
         early.poll()

@@ -256,8 +256,8 @@ def test_each_archive_is_hashed_once_uv_has_renamed_it_into_place(tmp_path: Path
     """``Unpacked`` finds a wheel's archive by its .dist-info folder, skips uv's temporary
     folders, queues the archive once, and hands it back for removal when hashed."""
     from wh.env.environment import probe, venv_python
-    from wh.install.safeguard import Checker
-    from wh.install.staging import Unpacked
+    from wh.install.checker import Checker
+    from wh.install.watch import Unpacked
 
     env = probe(venv_python(make_venv(tmp_path / "venv")))
     wheel = make_wheel(tmp_path / "w", "pkg", "1.0", files={"pkg/data.bin": b"A" * 5000})

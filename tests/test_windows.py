@@ -321,14 +321,14 @@ def test_a_posix_permission_error_changes_no_mode(
 def test_a_staged_move_survives_a_sharing_violation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wh.install.staging import _move_file
+    from wh.install.mover import move_file
 
     src, dest = tmp_path / "stage" / "f.py", tmp_path / "env" / "f.py"
     src.parent.mkdir()
     src.write_text("x")
     _flaky_replace(monkeypatch, [_winerror(32)])
     monkeypatch.setattr(fsretry, "sleep", lambda s: None)
-    _move_file(src, dest)
+    move_file(src, dest)
     assert dest.read_text() == "x"
 
 

@@ -44,8 +44,9 @@ STEPS = [
     ("wh.model.plan", "make_plan"),
     ("wh.model.plan", "balanced"),
     ("wh.install.safeguard", "preflight"),
-    ("wh.install.staging", "superseded"),
-    ("wh.install.staging", "rounds"),
+    ("wh.install.strategy", "choose"),
+    ("wh.install.rounds", "superseded"),
+    ("wh.install.rounds", "rounds"),
     ("wh.install.staging", "_stage"),
     ("wh.install.staging", "_drop_cache"),
 ]
@@ -54,9 +55,9 @@ COUNTED = [
     ("wh.hashing", None, "fd_digest"),
     ("wh.install.validate", None, "installed_problems"),
     ("wh.install.validate", None, "remember_unpacked"),
-    ("wh.install.staging", "Early", "poll"),
-    ("wh.install.staging", "Unpacked", "poll"),
-    ("wh.install.safeguard", "Checker", "_staged"),
+    ("wh.install.watch", "Early", "poll"),
+    ("wh.install.watch", "Unpacked", "poll"),
+    ("wh.install.checker", "Checker", "_staged"),
     ("wh.cache.verified", None, "remember"),
 ]
 
@@ -126,6 +127,7 @@ def install_wrappers() -> None:
     # the modules the command uses, loaded now so that every name bound to a step is seen
     for module in ("wh.cli.main", "wh.app.workflow", "wh.install.validate"):
         importlib.import_module(module)
+    import wh.install.checker as checker
     import wh.install.safeguard as safeguard
     import wh.install.staging as staging
 
@@ -151,8 +153,8 @@ def install_wrappers() -> None:
     staging._stage = stage_then_usage  # type: ignore[assignment]
     real_txn = safeguard.all_or_nothing
     safeguard.all_or_nothing = functools.partial(_transaction, real_txn)  # type: ignore[assignment]
-    wait = safeguard.Checker.wait
-    safeguard.Checker.wait = _timed("Checker.wait", wait)  # type: ignore[method-assign]
+    wait = checker.Checker.wait
+    checker.Checker.wait = _timed("Checker.wait", wait)  # type: ignore[method-assign]
 
 
 class _BackendReached(Exception):

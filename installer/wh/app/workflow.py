@@ -31,6 +31,7 @@ from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes, known_digests, s
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from wh.install.fingerprint import Fingerprint
+    from wh.install.strategy import Strategy
     from wh.model.candidates import Pinned
     from wh.model.loadoptions import LoadOptions
     from wh.model.plan import Plan, Refusal
@@ -441,6 +442,7 @@ class InstallResult:
     backend: str = ""
     link_mode: str = ""
     checks: tuple[str, ...] = ()  # what verification runs after the install (dry run: would)
+    strategy: Strategy | None = None  # how it was (dry run: would be) carried out
 
 
 def do_install(
@@ -510,7 +512,7 @@ def _install_locked(
     uv_cache: str,
     asked: Asked,
 ) -> InstallResult:
-    from wh.install import journal, safeguard, staging, unpredicted
+    from wh.install import checker, journal, rounds, safeguard, staging, strategy, unpredicted
     from wh.install.backend import choose, fit_interpreter
     from wh.install.layout import Schemes
     from wh.model import schedule
@@ -562,6 +564,12 @@ def _install_locked(
         for a in plan.changes
     }
     plan = balanced(plan, lock, weights, backend.threads)
+    # how the plan is carried out, decided (and a combination the backend cannot do refused)
+    # before anything changes
+    request = strategy.request(
+        mode, "--link-mode" if link_mode else f"the lock's link-mode ({lock.path})", uv_cache
+    )
+    how = strategy.choose(backend, request, env, plan, by_wheel)
     if dry_run:
         checks = lock.tool.get("checks", {})
         labels = (
@@ -569,16 +577,16 @@ def _install_locked(
             *(s.get("description") or s["code"] for s in checks.get("snippets", [])),
             *(d or c for c, d in asked.snippets),
         )
-        return InstallResult(plan, env, [], True, lock, backend.name, mode, tuple(labels))
+        return InstallResult(plan, env, [], True, lock, backend.name, mode, tuple(labels), how)
     # reliability: all-or-nothing; any failure below (verification included) rolls back
     # an allowed overwrite's earlier copy is not checked against its own wheel's RECORD
-    over = staging.superseded(by_wheel[a.package.wheel] for a in plan.changes)
+    over = rounds.superseded(by_wheel[a.package.wheel] for a in plan.changes)
     before = unpredicted.take(Schemes.of(env))
     with (
         safeguard.all_or_nothing(env, plan, layouts) as txn,
-        safeguard.Checker(env, digests, over, held) as check,
+        checker.Checker(env, digests, over, held) as check,
     ):
-        staging.write_plan(plan, env, backend, mode, by_wheel, check, hooks.status, uv_cache)
+        staging.write_plan(plan, env, backend, how, by_wheel, check, hooks.status)
         # security: nothing the backend wrote is left that no RECORD predicted, and no
         # interpreter of the target starts (its .pth files and sitecustomize run) before
         # every member check accepted what was written
@@ -588,7 +596,7 @@ def _install_locked(
             unpredicted.refuse(txn, *stray.result())
         findings = verify_env(lock, python, before=env, after=probe(python), asked=asked)
         raise_on_failures(findings, installing=True)
-    return InstallResult(plan, env, findings, False, lock, backend.name, mode)
+    return InstallResult(plan, env, findings, False, lock, backend.name, mode, strategy=how)
 
 
 def verify_env(

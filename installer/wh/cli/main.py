@@ -640,6 +640,8 @@ def install(
         "checks": list(result.checks),
         "verify": [f.to_json() for f in result.findings],
     }
+    if dry_run and result.strategy is not None:
+        data["strategy"] = result.strategy.to_json()
 
     def text() -> None:
         click.echo(
@@ -653,6 +655,8 @@ def install(
         for a in plan.kept:
             click.echo(f"  keep {a.package.name} {a.package.version}")
         if dry_run:
+            if result.strategy is not None:
+                click.echo(f"  strategy: {result.strategy.describe()}")
             for label in result.checks:
                 click.echo(f"  would check: {label}")
             click.echo("dry run: nothing was changed")

@@ -4,36 +4,84 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Protocol
 
 from packaging.utils import parse_wheel_filename
 
 from wh.errors import InstallError, ProcessError, TargetError, UsageError
+from wh.install import uvcache
+from wh.install.modes import LinkMode
 from wh.proc import spawn as proc
 from wh.proc.cores import usable_cores
+
+find_uv_bin: Callable[[], str] | None
+try:  # the `uv` wheel is optional: without it, uv is looked for on PATH
+    from uv import find_uv_bin
+except ImportError:
+    find_uv_bin = None
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, read by ``strategy.decide`` before anything changes."""
+
+    link_modes: frozenset[LinkMode]  # how it can place files (copy, links into its cache)
+    # writes a whole plan into a folder beside the environment in one call (``stage``)
+    stages: bool
+    # unpacks wheels through a uv cache, which may be one wh chooses (``stage(cache=...)``)
+    uv_cache: bool
+    # asks the target's interpreter about itself and reads the answer from its stdout, so
+    # an interpreter that prints as it starts confuses it (``fit_interpreter``)
+    reads_interpreter_stdout: bool
 
 
 class Backend(Protocol):
     name: str
     # how many wheels one install call writes at once (what install batches are balanced for)
     threads: int
+    capabilities: Capabilities
 
     def install(
-        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+        self, python: Path, wheels: Sequence[Path], *, link_mode: LinkMode, reinstall: bool
     ) -> None: ...
+
+    def stage(
+        self,
+        python: Path,
+        wheels: Sequence[Path],
+        prefix: Path,
+        *,
+        link_mode: LinkMode,
+        cache: Path | None = None,
+    ) -> None: ...
+
+    def cache_dir(self) -> Path | None: ...
+
+
+def unsupported_link_mode(name: str, capabilities: Capabilities, link_mode: str) -> str | None:
+    """Why ``name`` cannot install with ``link_mode`` (None when it can): the rule, for
+    the refusal ``strategy.decide`` raises before anything changes."""
+    if link_mode in capabilities.link_modes:
+        return None
+    modes = ", ".join(sorted(capabilities.link_modes))
+    return f"{name} cannot install with link mode {str(link_mode)!r} (it supports: {modes})"
 
 
 def uv_binary() -> Path | None:
     """The uv executable shipped with the `uv` wheel, else one on PATH."""
-    try:
-        from uv import find_uv_bin
-
-        return Path(find_uv_bin())
-    except (ImportError, FileNotFoundError):
-        found = shutil.which("uv")
-        return Path(found) if found else None
+    if find_uv_bin is not None:
+        try:
+            return Path(find_uv_bin())
+        except FileNotFoundError:
+            pass
+    found = shutil.which("uv")
+    return Path(found) if found else None
 
 
 def concurrent_installs(environ: Mapping[str, str]) -> int:
@@ -58,6 +106,9 @@ def concurrent_installs(environ: Mapping[str, str]) -> int:
 
 class UvBackend:
     name = "uv"
+    capabilities = Capabilities(
+        frozenset(LinkMode), stages=True, uv_cache=True, reads_interpreter_stdout=True
+    )
 
     def __init__(self, uv: Path, environ: Mapping[str, str] = os.environ) -> None:
         self.uv = uv
@@ -70,7 +121,7 @@ class UvBackend:
         return proc.clean_env({"UV_CONCURRENT_INSTALLS": str(self.installs)})
 
     def command(
-        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+        self, python: Path, wheels: Sequence[Path], *, link_mode: LinkMode, reinstall: bool
     ) -> list[str]:
         cmd = [
             str(self.uv),
@@ -89,7 +140,7 @@ class UvBackend:
         return cmd + [str(w) for w in wheels]
 
     def install(
-        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+        self, python: Path, wheels: Sequence[Path], *, link_mode: LinkMode, reinstall: bool
     ) -> None:
         cmd = self.command(python, [], link_mode=link_mode, reinstall=reinstall)
         _run_with_wheels(cmd, wheels, "uv", self.environment())
@@ -100,7 +151,7 @@ class UvBackend:
         wheels: Sequence[Path],
         prefix: Path,
         *,
-        link_mode: str,
+        link_mode: LinkMode,
         cache: Path | None = None,
     ) -> None:
         """Install ``wheels`` for ``python`` under ``prefix`` (its scheme, that root) in one
@@ -114,21 +165,22 @@ class UvBackend:
 
     def cache_dir(self) -> Path | None:
         """The user's uv cache, as this backend's calls would use it."""
-        from wh.install.uvcache import cache_dir
-
-        return cache_dir(self.uv, self.environment())
+        return uvcache.cache_dir(self.uv, self.environment())
 
 
 class PipBackend:
     name = "pip"
     threads = 1  # pip installs one wheel after another
+    # pip copies each file into place, and only into the environment it installs into
+    # and runs inside the target's interpreter rather than asking it about itself
+    capabilities = Capabilities(
+        frozenset({LinkMode.COPY}), stages=False, uv_cache=False, reads_interpreter_stdout=False
+    )
 
     def command(
-        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+        self, python: Path, wheels: Sequence[Path], *, link_mode: LinkMode, reinstall: bool
     ) -> list[str]:
         # wh's own pip drives the target through --python, so the target needs no pip.
-        import sys
-
         cmd = [
             sys.executable,
             "-m",
@@ -147,15 +199,33 @@ class PipBackend:
         return cmd + [str(w) for w in wheels]
 
     def install(
-        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+        self, python: Path, wheels: Sequence[Path], *, link_mode: LinkMode, reinstall: bool
     ) -> None:
-        if link_mode != "copy":
-            raise InstallError(
-                f"pip cannot install with link mode {link_mode!r}",
-                hint="use --backend uv, or --link-mode copy",
-            )
+        why = unsupported_link_mode(self.name, self.capabilities, link_mode)
+        if why is not None:
+            raise InstallError(why, hint="use --backend uv, or --link-mode copy")
         cmd = self.command(python, [], link_mode=link_mode, reinstall=reinstall)
         _run_with_wheels(cmd, wheels, "pip", proc.clean_env())
+
+    def stage(
+        self,
+        python: Path,
+        wheels: Sequence[Path],
+        prefix: Path,
+        *,
+        link_mode: LinkMode,
+        cache: Path | None = None,
+    ) -> None:
+        """Refused: pip installs into the environment itself (``capabilities.stages`` is
+        False, so ``strategy.decide`` never stages with it)."""
+        raise InstallError(
+            "pip cannot write wheels into a staging folder: it installs into the environment only",
+            hint="report this: wh stages only with a backend whose capabilities say it stages",
+        )
+
+    def cache_dir(self) -> Path | None:
+        """None: pip unpacks through no uv cache."""
+        return None
 
 
 # CreateProcess takes at most 32,767 characters of command line; wheel paths under a user
@@ -166,8 +236,6 @@ CMDLINE_BUDGET = 16_000
 
 def command_line_length(cmd: Sequence[str]) -> int:
     """The length of ``cmd`` as CreateProcess receives it (``subprocess.list2cmdline``)."""
-    import subprocess
-
     return len(subprocess.list2cmdline(cmd))
 
 
@@ -195,8 +263,6 @@ def _run_with_wheels(
     if command_line_length(full) <= (CMDLINE_BUDGET if budget is None else budget):
         _run(full, what, env)
         return
-    import tempfile
-
     fd, name = tempfile.mkstemp(prefix="wh-wheels-", suffix=".txt")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -223,7 +289,7 @@ def fit_interpreter(
     call on such an interpreter fails ("returned an invalid response"); pip runs inside the
     interpreter and is not confused. ``auto`` therefore takes pip; ``uv`` asked for by name
     is refused (exit 10) before anything changes."""
-    if chosen.name != "uv" or not startup_output.strip():
+    if not chosen.capabilities.reads_interpreter_stdout or not startup_output.strip():
         return chosen, None
     shown = [line for line in startup_output.splitlines() if line.strip()][-5:]
     if requested != "auto":

@@ -6,7 +6,7 @@ would be installed with the verdicts of the one hashed, its member check skipped
 already passed. So each wheel's identity (device, inode, size, mtime, ctime) is taken
 before its hash is known and again after (they must agree: the hash is of that file),
 and again once the backend has read it, before anything the install wrote is accepted
-(``safeguard.Checker.wait``). Replacing the file changes its inode; rewriting it in place,
+(``checker.Checker.wait``). Replacing the file changes its inode; rewriting it in place,
 renaming it away and back, or linking it elsewhere changes its ctime, which no program
 can set: any of them between the hash and the install is refused.
 

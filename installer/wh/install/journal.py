@@ -31,6 +31,7 @@ from pathlib import Path
 
 from wh.errors import EnvironmentLockedError, InstallError, WhError
 from wh.install.layout import Schemes, WheelLayout, inside, installed_files, key, real
+from wh.install.stagedir import STAGE_DIR
 from wh.model.installed import InstalledDist
 from wh.proc import fsretry
 from wh.proc.lifetime import Identity, alive, identity, stop_all, writers
@@ -38,12 +39,12 @@ from wh.proc.lifetime import Identity, alive, identity, stop_all, writers
 JOURNAL_DIR = ".wh-journal"
 FORMAT = 1
 # wh's own files and folders at the top of an environment: the journal, the install lock
-# and its pid sidecar, the staging folder (``staging.STAGE_DIR``), uv's lock
+# and its pid sidecar, the staging folder, uv's lock
 RESERVED_NAMES = (
     JOURNAL_DIR,
     ".wh-install.lock",
     ".wh-install.lock.pid",
-    ".wh-stage",
+    STAGE_DIR,
     ".lock",
 )
 

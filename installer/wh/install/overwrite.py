@@ -11,8 +11,9 @@ from pathlib import Path
 from packaging.utils import NormalizedName, canonicalize_name
 
 from wh.errors import WheelhouseError
-from wh.install.layout import Target, WheelLayout, installed_files, key
+from wh.install.layout import Schemes, Target, WheelLayout, installed_files, key, layout
 from wh.model.installed import InstalledDist
+from wh.wheel.portable import fold
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,6 @@ def _folded(
 ) -> list[Clash]:
     """Writes that differ from an installed file, or an earlier wheel's, only by case or
     Unicode normalisation (``portable.fold``), where the filesystem makes them one."""
-    from wh.wheel.portable import fold
-
     seen = {fold(k): (k, name, inst) for k, (name, _d, inst) in owners.items()}
     out: list[Clash] = []
     for lay in layouts:
@@ -187,8 +186,6 @@ def between_wheels(wheels: Sequence[Path], allow_overwrite: Collection[str] = ()
     naming the distributions and the profile field that allows it. Identical files (a
     shared namespace ``__init__.py``) are no overwrite. A wheel too broken to map is left
     to the install's own checks, which name what is wrong with it."""
-    from wh.install.layout import Schemes, layout
-
     site = _LOCK_SITE / "site-packages"
     schemes = Schemes(site, site, _LOCK_SITE / "scripts", _LOCK_SITE, "3")
     layouts: list[WheelLayout] = []
