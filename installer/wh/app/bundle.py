@@ -30,6 +30,7 @@ from wh.model.target import Target
 from wh.proc import spawn as proc
 from wh.resolve.resolver import resolve
 from wh.settings import cache_dir
+from wh.wheel import buildrecord
 from wh.wheelhouse.scan import scan
 
 MANIFEST = "SHA256SUMS"
@@ -94,7 +95,7 @@ def make_bundle(
             if w is None:
                 continue
             shutil.copy2(w.path, stage / WHEELS / w.filename)
-            record = w.path.with_name(w.filename + ".build.json")
+            record = buildrecord.path_of(w.path)
             if record.is_file():
                 shutil.copy2(record, stage / WHEELS / record.name)
         lock_name = f"pylock.{profile.name}.toml"

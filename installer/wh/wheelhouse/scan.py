@@ -17,6 +17,7 @@ from wh.errors import WheelhouseError
 from wh.hashing import parallel_map, sha256_file
 from wh.model.wheel import Wheel, WheelMeta, WheelProblem, to_wheel
 from wh.proc.cores import usable_cores
+from wh.wheel import buildrecord
 from wh.wheel.wheelfile import read_meta
 
 _CACHE_VERSION = 3  # 2: entries carry the verdict of to_wheel's checks; 3: ctime in key
@@ -203,7 +204,7 @@ def scan(
                     _to_meta(e["meta"]),
                     stats[p].st_size,
                     str(e.get("sha256", "")),
-                    built_locally=p.name + ".build.json" in names,
+                    built_locally=buildrecord.path_of(p).name in names,
                     checked=True,
                 )
             )
