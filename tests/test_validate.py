@@ -139,38 +139,6 @@ def test_the_index_and_its_reader_match_zipfile(tmp_path: Path) -> None:
     assert index is None and any("not a valid zip" in p for p in found)
 
 
-def test_record_rows_read_as_csv_does() -> None:
-    import csv
-    import io
-    import random
-
-    from wh.wheel.wheelfile import record_rows
-
-    texts = [
-        "a.py,sha256=x,3\nb/c.py,sha256=y,4\nd.dist-info/RECORD,,\n",
-        "a.py,sha256=x,3",  # no final newline
-        "a.py,sha256=x,3\n\n\nb.py,,\n",  # empty lines
-        '"a,b.py",sha256=x,3\n',  # a quoted comma
-        "a.py,sha256=x,3\r\nb.py,,\r\n",
-        "",
-        "\n",
-    ]
-    rng = random.Random(7)
-    texts += [
-        "".join(rng.choice('ab,/\n\r"') for _ in range(rng.randrange(40))) for _ in range(2000)
-    ]
-    for text in texts:
-        try:
-            want: object = list(csv.reader(io.StringIO(text)))
-        except csv.Error as exc:
-            want = type(exc)
-        try:
-            got: object = record_rows(text)
-        except csv.Error as exc:
-            got = type(exc)
-        assert got == want, repr(text)
-
-
 def test_the_whole_list_test_misses_no_unsafe_path() -> None:
     """``unsafe_paths`` (one test over all paths, then path by path) finds exactly what
     ``unsafe_path`` finds, for paths built from the characters that matter."""

@@ -54,7 +54,13 @@ from wh.install.layout import Target, WheelLayout
 from wh.model.wheel import Wheel, WheelProblem
 from wh.proc.cores import usable_cores
 from wh.wheel.portable import fold, windows_problem
-from wh.wheel.wheelfile import ZipIndex, _headers_only, read_bounded, zip_index
+from wh.wheel.wheelfile import (
+    ZipIndex,
+    _headers_only,
+    dist_info_folder,
+    read_bounded,
+    zip_index,
+)
 
 # RECORD may not hash itself or its signatures.
 _UNHASHED = ("RECORD", "RECORD.jws", "RECORD.p7s")
@@ -236,15 +242,13 @@ def _check(
         return out  # do not decompress a hostile archive any further
     # member name -> its uncompressed size (the last of a name, as zipfile keeps it)
     files = {n: size for n, size in zip(index.names, index.sizes, strict=True) if n[-1:] != "/"}
-    tops = {n.split("/", 1)[0] for n in files if "/" in n}
-    dist_infos = sorted(t for t in tops if t.endswith(".dist-info"))
-    datas = sorted(t for t in tops if t.endswith(".data"))
-    if len(dist_infos) != 1:
-        out.append(
-            f"expected exactly one .dist-info folder, found {', '.join(dist_infos) or 'none'}"
-        )
+    try:
+        di = dist_info_folder(list(files))
+    except WheelProblem as exc:
+        out.append(str(exc))
         return out
-    di = dist_infos[0]
+    tops = {n.split("/", 1)[0] for n in files if "/" in n}
+    datas = sorted(t for t in tops if t.endswith(".data"))
     out += _name_version(di, ".dist-info", name, version)
     if len(datas) > 1:
         out.append(f"more than one .data folder: {', '.join(datas)}")
