@@ -12,7 +12,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from packaging.requirements import Requirement
 
@@ -425,16 +425,12 @@ def entry_problem(rel: str) -> str | None:
     Windows writes them outside the folder; reserved names, ``:`` (alternate data
     streams) and trailing dots or spaces are refused too, since a bundle is made to be
     unpacked on Windows."""
-    from wh.install.validate import unsafe_path
     from wh.wheel import portable
 
     name = rel.rstrip("/")
     if not name:
         return "is empty"
-    why = unsafe_path(name)
-    if why is None and PurePosixPath(name).is_absolute():
-        why = "is absolute"
-    return why or portable.windows_problem(name)
+    return portable.path_problem(name, windows=True)
 
 
 def extract(archive: Path, dest: Path) -> None:

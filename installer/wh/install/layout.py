@@ -17,6 +17,7 @@ from wh.env.environment import Environment
 from wh.install.entrypoints import script_names
 from wh.model.installed import InstalledDist
 from wh.wheel import record
+from wh.wheel.portable import unsafe_path
 from wh.wheel.wheelfile import ZipIndex, dist_info_folder, zip_index
 
 # Files a backend adds to a dist-info folder that no wheel lists.
@@ -283,7 +284,7 @@ def _top_level_files(di: Path, site: Path) -> Iterator[Path]:
     tops = []
     for line in data.decode("utf-8", "replace").splitlines():
         top = line.strip().replace("\\", "/")
-        if top and not top.startswith("/") and ".." not in top.split("/"):
+        if top and unsafe_path(top) is None:
             tops.append(top)
     if not tops:
         return
