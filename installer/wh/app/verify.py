@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
 
 from wh.env.environment import Environment
 from wh.install.outside import unsatisfied
 from wh.model.installed import InstalledDist
 from wh.model.lockfile import Lock
 from wh.model.plan import Guard
+from wh.model.protection import Standing, standing
 from wh.proc import spawn as proc
 
 
@@ -139,13 +141,11 @@ def protections(
     for p in lock.protections:
         name = canonicalize_name(p["name"])
         have = env.dists.get(name)
+        since = before.get(name) if before is not None else None
+        now = standing(have, Version(p["version"]), p.get("record-sha256"), since=since)
         if have is None:
             out.append(Finding(False, "protection", f"protected {name} is missing"))
-            continue
-        expected_record = p.get("record-sha256")
-        if before is not None and name in before:
-            expected_record = before[name].record_sha256
-        if str(have.version) != p["version"]:
+        elif now is Standing.OTHER_VERSION:
             out.append(
                 Finding(
                     False,
@@ -153,7 +153,7 @@ def protections(
                     f"protected {name} is {have.version}, expected {p['version']}",
                 )
             )
-        elif expected_record and have.record_sha256 != expected_record:
+        elif now is Standing.CHANGED:
             out.append(Finding(False, "protection", f"protected {name} {have.version} changed"))
         else:
             out.append(Finding(True, "protection", f"protected {name} {have.version} unchanged"))
@@ -240,20 +240,15 @@ def guarded(
     for name in sorted(guards):
         g = guards[name]
         have = env.dists.get(name)
+        since = before.get(name) if before is not None else None
+        now = standing(have, g.version, since=since)
         if have is None:
             out.append(Finding(False, "protection", f"protected {name} is missing"))
-        elif g.version is not None and have.version != g.version:
+        elif now is Standing.OTHER_VERSION:
             out.append(
                 Finding(False, "protection", f"protected {name} is {have.version}, not {g.version}")
             )
-        elif (
-            before is not None
-            and name in before
-            and (
-                before[name].version != have.version
-                or before[name].record_sha256 != have.record_sha256
-            )
-        ):
+        elif now is Standing.CHANGED:
             out.append(Finding(False, "protection", f"protected {name} {have.version} changed"))
         else:
             out.append(Finding(True, "protection", f"protected {name} {have.version} unchanged"))

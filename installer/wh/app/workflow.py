@@ -26,6 +26,7 @@ from wh.errors import (
 from wh.hashing import sha256_many
 from wh.install.validate import refuse_ambiguous
 from wh.model import lockfile as lockmod
+from wh.model.protection import Standing, standing
 from wh.model.target import Target
 from wh.wheel import buildrecord
 from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes, known_digests, scan
@@ -75,7 +76,7 @@ def pins_for(
                 else:
                     absent.add(p.name)
                 continue
-            if p.version is not None and p.version != have.version:
+            if standing(have, p.version) is Standing.OTHER_VERSION:
                 raise ProtectionError(
                     f"the profile protects {p.name} {p.version} but {env.python} has "
                     f"{p.name} {have.version}",
