@@ -5,7 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+from wh.install.layout import Target, WheelLayout
 from wh.wheel.writer import write_wheel
+
+
+def layout_of(name: str, *files: tuple[str, str], scripts: tuple[str, ...] = ()) -> WheelLayout:
+    """A wheel's layout as values: ``files`` (path under site-packages, RECORD hash) and
+    the console ``scripts`` it generates, in a venv at /env (no wheel file is written)."""
+    base = Path("/env/lib/site-packages")
+    return WheelLayout(
+        canonicalize_name(name),
+        Path(f"/wh/{name}-1.0-py3-none-any.whl"),
+        tuple(Target(base, rel, digest) for rel, digest in files),
+        tuple(Path("/env/bin") / s for s in scripts),
+    )
 
 
 def make_wheel(
