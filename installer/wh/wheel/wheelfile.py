@@ -87,7 +87,8 @@ def _headers_only(text: str) -> str:
 def dist_info_folders(names: list[str]) -> list[str]:
     """The ``*.dist-info`` folders of a wheel whose members are ``names``, sorted: the first
     part of every member file's path that has one (a directory entry names no file)."""
-    tops = {n.partition("/")[0] for n in names if "/" in n and n[-1:] != "/"}
+    # ".dist-info/" in a name is what a member of such a folder has (one scan of each name)
+    tops = {n.partition("/")[0] for n in names if ".dist-info/" in n and n[-1:] != "/"}
     return sorted(t for t in tops if t.endswith(".dist-info"))
 
 
