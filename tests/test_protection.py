@@ -3,10 +3,16 @@ from values: the plan, the resolver's pins and verify all decide through ``stand
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+from wh.app.verify import guarded
+from wh.env.environment import Environment
 from wh.model.installed import InstalledDist
+from wh.model.plan import Guard
 from wh.model.protection import Standing, standing
+from wh.model.target import Target
 
 
 def _torch(version: str = "2.9.1+cu130", record: str | None = "abc") -> InstalledDist:
@@ -44,3 +50,31 @@ def test_an_earlier_probe_replaces_the_locked_digest() -> None:
     assert standing(_torch(), since=_torch("2.8.0")) is Standing.CHANGED
     # the protected version is asked first
     assert standing(_torch("2.8.0"), v, since=_torch("2.8.0")) is Standing.OTHER_VERSION
+
+
+def test_verify_words_each_standing_of_an_asked_protection() -> None:
+    """``verify.guarded`` (protections asked at install/verify time) says each standing."""
+
+    def env(*dists: InstalledDist) -> Environment:
+        t = Target("test", "3.12.0", (), {})
+        p = Path("/env")
+        return Environment(p / "bin/python", p, p, p, p / "bin", t, {d.name: d for d in dists})
+
+    name = canonicalize_name("torch")
+    guard = {name: Guard(name, Version("2.9.1+cu130"))}
+    said = [
+        (f.ok, f.message)
+        for e, before in [
+            (env(), None),
+            (env(_torch("2.8.0")), None),
+            (env(_torch()), {name: _torch(record="before")}),
+            (env(_torch()), {name: _torch()}),
+        ]
+        for f in guarded(e, guard, before)
+    ]
+    assert said == [
+        (False, "protected torch is missing"),
+        (False, "protected torch is 2.8.0, not 2.9.1+cu130"),
+        (False, "protected torch 2.9.1+cu130 changed"),
+        (True, "protected torch 2.9.1+cu130 unchanged"),
+    ]

@@ -143,21 +143,22 @@ def protections(
         have = env.dists.get(name)
         since = before.get(name) if before is not None else None
         now = standing(have, Version(p["version"]), p.get("record-sha256"), since=since)
-        if have is None:
-            out.append(Finding(False, "protection", f"protected {name} is missing"))
-        elif now is Standing.OTHER_VERSION:
-            out.append(
-                Finding(
-                    False,
-                    "protection",
-                    f"protected {name} is {have.version}, expected {p['version']}",
-                )
-            )
-        elif now is Standing.CHANGED:
-            out.append(Finding(False, "protection", f"protected {name} {have.version} changed"))
-        else:
-            out.append(Finding(True, "protection", f"protected {name} {have.version} unchanged"))
+        out.append(_protection_finding(name, have, now, f"expected {p['version']}"))
     return out
+
+
+def _protection_finding(
+    name: NormalizedName, have: InstalledDist | None, now: Standing, wanted: str
+) -> Finding:
+    """What verify says of a protected distribution that ``standing`` placed at ``now``;
+    ``wanted`` words the protected version after the one installed."""
+    if have is None or now is Standing.MISSING:
+        return Finding(False, "protection", f"protected {name} is missing")
+    if now is Standing.OTHER_VERSION:
+        return Finding(False, "protection", f"protected {name} is {have.version}, {wanted}")
+    if now is Standing.CHANGED:
+        return Finding(False, "protection", f"protected {name} {have.version} changed")
+    return Finding(True, "protection", f"protected {name} {have.version} unchanged")
 
 
 def run_checks(
@@ -242,16 +243,7 @@ def guarded(
         have = env.dists.get(name)
         since = before.get(name) if before is not None else None
         now = standing(have, g.version, since=since)
-        if have is None:
-            out.append(Finding(False, "protection", f"protected {name} is missing"))
-        elif now is Standing.OTHER_VERSION:
-            out.append(
-                Finding(False, "protection", f"protected {name} is {have.version}, not {g.version}")
-            )
-        elif now is Standing.CHANGED:
-            out.append(Finding(False, "protection", f"protected {name} {have.version} changed"))
-        else:
-            out.append(Finding(True, "protection", f"protected {name} {have.version} unchanged"))
+        out.append(_protection_finding(name, have, now, f"not {g.version}"))
     return out
 
 
