@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 WH = Path(sys.executable).parent / "wh"
@@ -75,3 +77,42 @@ def wh(
         timeout=timeout,
         check=False,
     )
+
+
+class Scene:
+    """A real venv and a wheelhouse under ``root``; ``settle`` installs into it and takes
+    the snapshot that ``unchanged`` compares with."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.house = root / "house"
+        self.venv = make_venv(root / "venv")
+        self.before: dict[str, str] = {}
+
+    def settle(self, requirement: str, lockfile: str) -> None:
+        done = self.wh("install", "-r", requirement, "--lockfile", self.root / lockfile)
+        assert done.returncode == 0, done.stderr
+        self.before = snapshot(self.venv)
+
+    def wh(self, *args: str | Path, house: Path | None = None) -> subprocess.CompletedProcess[str]:
+        """`wh` in ``root``; install and lock get this scene's venv and a wheelhouse."""
+        extra: list[str | Path] = []
+        if args[0] in ("install", "lock"):
+            extra = ["--wheelhouse", house or self.house, "--python", self.venv]
+        return wh(*args, *extra, cwd=self.root)
+
+    def unchanged(self) -> None:
+        """The venv is byte-for-byte as settled, with no install journal left."""
+        assert diff(self.before, snapshot(self.venv)) == []
+        assert not (self.venv / ".wh-journal").exists()
+
+
+@contextmanager
+def restored(venv: Path, scratch: Path) -> Iterator[None]:
+    """``venv`` put back as it is now after the block, from a copy under ``scratch`` (a
+    venv cannot be moved: its path is in its scripts)."""
+    saved = scratch / "saved"
+    shutil.copytree(venv, saved, symlinks=True)
+    yield
+    shutil.rmtree(venv)
+    shutil.copytree(saved, venv, symlinks=True)

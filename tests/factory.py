@@ -2,10 +2,50 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+from wh.install.layout import Target, WheelLayout
 from wh.wheel.writer import write_wheel
+
+
+def chained_wheels(
+    house: Path,
+    prefix: str,
+    count: int,
+    version: str,
+    own_files: Callable[[str, int], Mapping[str, bytes]],
+) -> None:
+    """``prefix``1..``prefix``N at ``version``, each requiring the one before it (one
+    install batch each), each with a data file and a console script; ``own_files(name, k)``
+    gives a package's other files."""
+    for k in range(1, count + 1):
+        name = f"{prefix}{k}"
+        files = {f"{name}/__init__.py": f"V = {version!r}\n".encode()}
+        files.update(own_files(name, k))
+        files[f"{name}-{version}.data/data/share/{name}/notes.txt"] = version.encode()
+        extra = {"entry_points.txt": f"[console_scripts]\n{name}-cli = {name}:V\n".encode()}
+        write_wheel(
+            house,
+            name,
+            version,
+            files,
+            requires_dist=[f"{prefix}{k - 1}=={version}"] if k > 1 else [],
+            extra_dist_info=extra,
+        )
+
+
+def layout_of(name: str, *files: tuple[str, str], scripts: tuple[str, ...] = ()) -> WheelLayout:
+    """A wheel's layout as values: ``files`` (path under site-packages, RECORD hash) and
+    the console ``scripts`` it generates, in a venv at /env (no wheel file is written)."""
+    base = Path("/env/lib/site-packages")
+    return WheelLayout(
+        canonicalize_name(name),
+        Path(f"/wh/{name}-1.0-py3-none-any.whl"),
+        tuple(Target(base, rel, digest) for rel, digest in files),
+        tuple(Path("/env/bin") / s for s in scripts),
+    )
 
 
 def make_wheel(

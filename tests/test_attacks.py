@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from wh.install.reserved import why_reserved
 
-from tests.envsnap import diff, make_venv, site_packages, snapshot, wh
+from tests.envsnap import Scene, diff, make_venv, restored, site_packages, snapshot, wh
 from tests.factory import make_wheel
 from tests.hostile import members, with_record, write_zip
 
@@ -31,32 +31,18 @@ def evil(house: Path, files: dict[str, bytes], *, entry_points: str = "") -> Pat
     return write_zip(house / "evil-1.0-py3-none-any.whl", with_record(ms, di))
 
 
-class Env:
+class Env(Scene):
     """A real venv with `base 1.0` installed; each test gets a fresh copy of it."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.house = root / "house"
+        super().__init__(root)
         make_wheel(self.house, "base", "1.0")
-        self.venv = make_venv(root / "venv")
-        done = self.wh("install", "-r", "base==1.0", "--lockfile", root / "base.toml")
-        assert done.returncode == 0, done.stderr
-        self.before = snapshot(self.venv)
-
-    def wh(self, *args: str | Path, house: Path | None = None) -> subprocess.CompletedProcess[str]:
-        extra: list[str | Path] = []
-        if args[0] in ("install", "lock"):
-            extra = ["--wheelhouse", house or self.house, "--python", self.venv]
-        return wh(*args, *extra, cwd=self.root)
+        self.settle("base==1.0", "base.toml")
 
     def install_evil(self, house: Path, *extra: str) -> subprocess.CompletedProcess[str]:
         return self.wh(
             "install", "-r", "evil", "--lockfile", house / "evil.toml", *extra, house=house
         )
-
-    def unchanged(self) -> None:
-        assert diff(self.before, snapshot(self.venv)) == []
-        assert not (self.venv / ".wh-journal").exists()
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +53,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Env:
 @pytest.fixture
 def env(base: Env, tmp_path: Path) -> Iterator[Env]:
     """The module's venv, restored after the test (its path is in its scripts)."""
-    saved = tmp_path / "saved"
-    shutil.copytree(base.venv, saved, symlinks=True)
-    yield base
-    shutil.rmtree(base.venv)
-    shutil.copytree(saved, base.venv, symlinks=True)
+    with restored(base.venv, tmp_path):
+        yield base
 
 
 # -- 2. wh's own files and the environment's own files ----------------------------------

@@ -28,11 +28,6 @@ PROFILE = Profile(
 )
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def _wheelhouse(tmp: Path) -> Path:
     house = tmp / "wheelhouse"
     house.mkdir()

@@ -10,35 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.envsnap import diff, make_venv, site_packages, snapshot, wh
+from tests.envsnap import Scene, site_packages, wh
 from tests.factory import make_wheel
 from tests.hostile import CASES, redigest, write_corpus
 
 CORPUS = Path(__file__).parent / "corpus"
 
 
-class Env:
+class Env(Scene):
     """A real venv with `base 1.0` installed, shared by the module (no test may change it)."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.house = root / "house"
+        super().__init__(root)
         make_wheel(self.house, "base", "1.0")
         make_wheel(self.house, "base", "2.0")
         make_wheel(self.house, "app", "1.0", ["base"])
-        self.venv = make_venv(root / "venv")
-        done = self.wh("install", "-r", "base==1.0", "--lockfile", root / "base.toml")
-        assert done.returncode == 0, done.stderr
-        self.before = snapshot(self.venv)
-
-    def wh(self, *args: str | Path, house: Path | None = None) -> subprocess.CompletedProcess[str]:
-        extra: list[str | Path] = []
-        if args[0] in ("install", "lock"):
-            extra = ["--wheelhouse", house or self.house, "--python", self.venv]
-        return wh(*args, *extra, cwd=self.root)
-
-    def unchanged(self) -> None:
-        assert diff(self.before, snapshot(self.venv)) == []
+        self.settle("base==1.0", "base.toml")
 
 
 @pytest.fixture(scope="module")

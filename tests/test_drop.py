@@ -20,11 +20,6 @@ WIN = declared("win_amd64", "3.12")
 LINUX = declared("manylinux_2_28_x86_64", "3.12")
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def _house(tmp: Path) -> Path:
     house = tmp / "wheelhouse"
     house.mkdir()

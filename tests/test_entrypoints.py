@@ -4,7 +4,6 @@ RECORD predicted survives an install, in any install mode."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from wh.install.backend import uv_binary
 from wh.install.entrypoints import as_pip, as_uv, script_names
 from wh.wheel.writer import write_wheel
 
-from tests.envsnap import diff, make_venv, site_packages, snapshot, wh
+from tests.envsnap import Scene, diff, make_venv, restored, site_packages, snapshot, wh
 from tests.factory import make_wheel
 
 # entry_points.txt -> (what uv 0.13.9 created, what pip 26.3 created), measured with both
@@ -81,25 +80,16 @@ def test_the_real_backends_create_only_predicted_scripts(tmp_path: Path, case: s
     assert _scripts(uv) | _scripts(pip), "the case creates some script"
 
 
-class Env:
+class Env(Scene):
     """A venv where `other 1.0` owns the script `othertool`."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.house = root / "house"
+        super().__init__(root)
         write_wheel(
             self.house, "other", "1.0", {"other/__init__.py": b"def main(): pass\n"},
             extra_dist_info={"entry_points.txt": b"[console_scripts]\nothertool = other:main\n"},
         )  # fmt: skip
-        self.venv = make_venv(root / "venv")
-        done = wh("install", "-r", "other", "--wheelhouse", self.house, "--python", self.venv,
-                  "--lockfile", root / "other.toml", cwd=root)  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        self.before = snapshot(self.venv)
-
-    def unchanged(self) -> None:
-        assert diff(self.before, snapshot(self.venv)) == []
-        assert not (self.venv / ".wh-journal").exists()
+        self.settle("other", "other.toml")
 
 
 @pytest.fixture(scope="module")
@@ -109,11 +99,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Env:
 
 @pytest.fixture
 def env(base: Env, tmp_path: Path) -> Iterator[Env]:
-    saved = tmp_path / "saved"
-    shutil.copytree(base.venv, saved, symlinks=True)
-    yield base
-    shutil.rmtree(base.venv)
-    shutil.copytree(saved, base.venv, symlinks=True)
+    with restored(base.venv, tmp_path):
+        yield base
 
 
 @pytest.mark.parametrize("backend", ["uv", "pip"])

@@ -16,26 +16,20 @@ import pytest
 from wh.wheel.writer import write_wheel
 
 from tests.envsnap import WH, diff, make_venv, site_packages, snapshot, wh
+from tests.factory import chained_wheels
 
 N = 5  # packages p1..p5, p(k) requires p(k-1): five install batches
 
 
 def chain(house: Path, version: str, *, changed: bool) -> None:
     """p1..p5 at ``version``; the 'changed' release moves files around and adds scripts/data."""
-    for k in range(1, N + 1):
-        name = f"p{k}"
-        files = {f"{name}/__init__.py": f"V = {version!r}\n".encode()}
-        files[f"{name}/{'new' if changed else 'old'}_{k}.py"] = b"pass\n"
-        files[f"{name}-{version}.data/data/share/{name}/notes.txt"] = version.encode()
-        extra = {"entry_points.txt": f"[console_scripts]\n{name}-cli = {name}:V\n".encode()}
-        write_wheel(
-            house,
-            name,
-            version,
-            files,
-            requires_dist=[f"p{k - 1}=={version}"] if k > 1 else [],
-            extra_dist_info=extra,
-        )
+    chained_wheels(
+        house,
+        "p",
+        N,
+        version,
+        lambda name, k: {f"{name}/{'new' if changed else 'old'}_{k}.py": b"pass\n"},
+    )
 
 
 @dataclass

@@ -35,11 +35,6 @@ LINUX = declared("manylinux_2_28_x86_64", "3.12")
 WIN_FLAGS = ["--platform", "win_amd64", "--python-version", "3.12"]
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def _index(folder: Path) -> str:
     """``folder``'s wheels as a static index; its simple root as a file:// URL."""
     build_index(folder)

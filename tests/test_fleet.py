@@ -28,11 +28,6 @@ overrides = [{ requirement = "lib==2.0", reason = "1.0 is broken on this fleet" 
 """
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
-
-
 @contextmanager
 def serve(root: Path, tmp: Path) -> Iterator[str]:
     nginx = _nginx()

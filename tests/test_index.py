@@ -21,11 +21,6 @@ from wh.install.backend import uv_binary
 from tests.factory import make_wheel
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def _house(tmp: Path) -> Path:
     house = tmp / "wheelhouse"
     house.mkdir()

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from wh.proc import lifetime
-from wh.wheel.writer import write_wheel
 
 from tests.envsnap import WH, diff, make_venv, snapshot, wh
+from tests.factory import chained_wheels
 
 N = 5  # packages k1..k5, k(i) requires k(i-1): five install batches
 # kill moments per signal, as fractions of one uninterrupted install (the last one after
@@ -27,24 +27,14 @@ MOMENTS = (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.1, 3.0)
 
 def _chain(house: Path, version: str) -> None:
     rng = __import__("random").Random(22)
-    for k in range(1, N + 1):
-        name = f"k{k}"
-        files = {f"{name}/__init__.py": f"V = {version!r}\n".encode()}
+
+    def own(name: str, _k: int) -> dict[str, bytes]:
         # incompressible blobs and many small files: uv takes a while to write them
-        for i in range(2):
-            files[f"{name}/blob{i}.bin"] = rng.randbytes(3 << 20)
-        for i in range(120):
-            files[f"{name}/mod/m{i}.py"] = f"X = {i}\n".encode()
-        files[f"{name}-{version}.data/data/share/{name}/notes.txt"] = version.encode()
-        extra = {"entry_points.txt": f"[console_scripts]\n{name}-cli = {name}:V\n".encode()}
-        write_wheel(
-            house,
-            name,
-            version,
-            files,
-            requires_dist=[f"k{k - 1}=={version}"] if k > 1 else [],
-            extra_dist_info=extra,
-        )
+        files = {f"{name}/blob{i}.bin": rng.randbytes(3 << 20) for i in range(2)}
+        files.update({f"{name}/mod/m{i}.py": f"X = {i}\n".encode() for i in range(120)})
+        return files
+
+    chained_wheels(house, "k", N, version, own)
 
 
 @dataclass

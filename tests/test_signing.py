@@ -21,11 +21,6 @@ from tests.hostile import redigest
 from tests.test_bundle import _bundle, _has, _venv
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def _keygen(path: Path) -> Path:
     done = CliRunner().invoke(cli, ["keygen", str(path)])
     assert done.exit_code == 0, done.output

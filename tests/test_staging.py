@@ -9,41 +9,49 @@ from pathlib import Path
 import pytest
 from packaging.utils import canonicalize_name
 from wh.env.environment import Environment
-from wh.install.layout import Schemes, Target, WheelLayout
+from wh.install.layout import Schemes, Target, WheelLayout, key
 from wh.install.mover import Mover
-from wh.install.rounds import rounds
+from wh.install.overwrite import overwritten
+from wh.install.rounds import rounds, superseded
 from wh.install.stagedir import can_stage
 from wh.install.watch import Early, _Folders
 from wh.wheel.writer import write_wheel
 
 from tests.envsnap import make_venv, site_packages, wh
-
-
-def _layout(name: str, *files: tuple[str, str], scripts: tuple[str, ...] = ()) -> WheelLayout:
-    base = Path("/env/lib/site-packages")
-    return WheelLayout(
-        canonicalize_name(name),
-        Path(f"/wh/{name}-1.0-py3-none-any.whl"),
-        tuple(Target(base, rel, digest) for rel, digest in files),
-        tuple(Path("/env/bin") / s for s in scripts),
-    )
+from tests.factory import layout_of
 
 
 def test_rounds_split_only_differing_writes_of_one_path() -> None:
-    a = _layout("a", ("ns/__init__.py", "sha256=same"), ("shared.py", "sha256=a"))
-    b = _layout("b", ("ns/__init__.py", "sha256=same"), ("b/x.py", "sha256=b"))
-    c = _layout("c", ("shared.py", "sha256=c"))
-    d = _layout("d", ("shared.py", "sha256=d"))
-    e = _layout("e", ("e.py", "sha256=e"), scripts=("tool",))
-    f = _layout("f", ("f.py", "sha256=f"), scripts=("tool",))
+    a = layout_of("a", ("ns/__init__.py", "sha256=same"), ("shared.py", "sha256=a"))
+    b = layout_of("b", ("ns/__init__.py", "sha256=same"), ("b/x.py", "sha256=b"))
+    c = layout_of("c", ("shared.py", "sha256=c"))
+    d = layout_of("d", ("shared.py", "sha256=d"))
+    e = layout_of("e", ("e.py", "sha256=e"), scripts=("tool",))
+    f = layout_of("f", ("f.py", "sha256=f"), scripts=("tool",))
     got = [[lay.name for lay in r] for r in rounds([a, b, c, d, e, f])]
     # identical namespace files share a call; each overwrite of shared.py waits one more
     # round than the last writer; two wheels generating one script never share a call
     assert got == [["a", "b", "e"], ["c", "f"], ["d"]]
 
 
+def test_the_last_writer_of_each_path_is_who_overwrites_it() -> None:
+    """``overwritten`` says, per wheel, whose copy of a path it replaces: the last earlier
+    writer's, unless the content is the same; staging's rounds and the superseded files
+    (which checks skip) both read it."""
+    a = layout_of("a", ("ns/__init__.py", "sha256=same"), ("shared.py", "sha256=a"))
+    b = layout_of("b", ("ns/__init__.py", "sha256=same"), ("shared.py", "sha256=b"))
+    c = layout_of("c", ("shared.py", "sha256=c"), scripts=("tool",))
+    d = layout_of("d", ("d.py", "sha256=d"), scripts=("tool",))
+    shared = next(t.cmp_key for t in a.files if t.rel == "shared.py")
+    tool = key(Path("/env/bin/tool"))
+    assert overwritten([a, b, c, d], scripts=False) == [{}, {0: {shared}}, {1: {shared}}, {}]
+    assert overwritten([a, b, c, d], scripts=True)[3] == {2: {tool}}
+    # a later wheel's different copy supersedes the earlier one's; scripts are not files
+    assert superseded([a, b, c, d]) == {"a": {shared}, "b": {shared}}
+
+
 def test_rounds_of_disjoint_wheels_are_one_call() -> None:
-    lays = [_layout(n, (f"{n}/__init__.py", f"sha256={n}")) for n in "xyz"]
+    lays = [layout_of(n, (f"{n}/__init__.py", f"sha256={n}")) for n in "xyz"]
     assert [[lay.name for lay in r] for r in rounds(lays)] == [["x", "y", "z"]]
 
 

@@ -239,3 +239,24 @@ def test_reading_a_metadata_bomb_stays_small(tmp_path: Path) -> None:
     )
     peak_kib = int(done.stdout)
     assert peak_kib < 70 << 10, f"peak RSS {peak_kib} KiB"
+
+
+def test_the_one_dist_info_folder_of_a_wheel_is_found_by_its_member_files() -> None:
+    """Scan (``read_meta``), validation, layout and the simple index find a wheel's
+    ``.dist-info`` through ``dist_info_folder``: the first part of a member file's path."""
+    from wh.wheel.wheelfile import dist_info_folder, dist_info_folders
+
+    names = ["pkg/__init__.py", "pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD"]
+    assert dist_info_folder(names) == "pkg-1.0.dist-info"
+    # a directory entry or a top-level file of that name is no folder of files
+    assert dist_info_folders([*names, "empty-1.0.dist-info/", "odd-1.0.dist-info"]) == [
+        "pkg-1.0.dist-info"
+    ]
+    two = [*names, "other-2.0.dist-info/METADATA"]
+    assert dist_info_folders(two) == ["other-2.0.dist-info", "pkg-1.0.dist-info"]
+    with pytest.raises(
+        WheelProblem, match=re.escape("found other-2.0.dist-info, pkg-1.0.dist-info")
+    ):
+        dist_info_folder(two)
+    with pytest.raises(WheelProblem, match=re.escape("exactly one .dist-info folder, found none")):
+        dist_info_folder(["pkg/__init__.py"])

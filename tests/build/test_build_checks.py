@@ -11,7 +11,6 @@ from click.testing import CliRunner
 from packaging.specifiers import SpecifierSet
 from wh.cli.build import build
 from wh.errors import BuildError
-from wh.kernels import read_build_record
 from wh.kernels.archcheck import (
     ArchReport,
     arch_problems,
@@ -20,7 +19,6 @@ from wh.kernels.archcheck import (
 )
 from wh.kernels.envblock import block_size, dedupe_path, fit
 from wh.kernels.gcc import parse_nvcc_version
-from wh.kernels.provenance import write_build_record
 from wh.kernels.runner import cached_generator, ensure_build_dir
 from wh.kernels.toolchain import require_cuda
 
@@ -60,21 +58,6 @@ def test_nvcc_version_and_cuda_requirement() -> None:
     assert "found: 12.1.105 (C:/CUDA/v12.1/bin/nvcc.exe)" in err.value.details
     with pytest.raises(BuildError):
         parse_nvcc_version("command not found")
-
-
-def test_build_record_round_trip(tmp_path: Path) -> None:
-    wheel = tmp_path / "x-1.0-cp310-abi3-win_amd64.whl"
-    wheel.write_bytes(b"")
-    assert read_build_record(wheel) is None
-    path = write_build_record(wheel, {"recipe": {"name": "x"}, "architectures": ["86"]})
-    assert path.name == "x-1.0-cp310-abi3-win_amd64.whl.build.json"
-    record = read_build_record(wheel)
-    assert record is not None and record["architectures"] == ["86"]
-    assert record["wheel"] == wheel.name
-    path.write_text("{not json")
-    assert read_build_record(wheel) is None
-    path.write_text(json.dumps({"wheel": "other.whl"}))
-    assert read_build_record(wheel) is None  # a record for another wheel is not this one's
 
 
 def test_env_block_dedupes_path_case_insensitively() -> None:

@@ -15,11 +15,11 @@ from click.testing import CliRunner
 from packaging.version import Version
 from wh.cli.build import build
 from wh.errors import BuildError
-from wh.kernels import read_build_record
 from wh.kernels.archcheck import check_wheel_archs, find_cuobjdump
 from wh.kernels.gcc import find_nvcc, parse_nvcc_version
 from wh.kernels.runner import Options
 from wh.kernels.runner import build as run_build
+from wh.wheel import buildrecord
 
 KERNEL = Path(__file__).parent / "whdemo-kernel"
 RECIPE = KERNEL / "whdemo.toml"
@@ -74,7 +74,7 @@ def test_only_sm86_sass_and_ptx(built: tuple[Path, str], tmp_path: Path) -> None
 @needs_nvcc
 def test_build_record_beside_wheel(built: tuple[Path, str]) -> None:
     wheel, _ = built
-    record = read_build_record(wheel)
+    record = buildrecord.read(wheel)
     assert record is not None
     assert record["recipe"]["name"] == "whdemo-kernel"
     assert len(record["recipe"]["sha256"]) == 64

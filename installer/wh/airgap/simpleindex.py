@@ -17,7 +17,7 @@ from packaging.utils import NormalizedName
 
 from wh.errors import WheelhouseError
 from wh.model.wheel import Wheel, WheelProblem
-from wh.wheel.wheelfile import read_bounded
+from wh.wheel.wheelfile import dist_info_folder, read_bounded
 from wh.wheelhouse.scan import Problem, scan
 
 SIMPLE = "simple"
@@ -117,13 +117,15 @@ def pages(projects: Mapping[NormalizedName, Sequence[IndexFile]]) -> dict[str, s
 def core_metadata(wheel: Path) -> bytes:
     """The wheel's ``*.dist-info/METADATA`` bytes, exactly as stored."""
     with zipfile.ZipFile(wheel) as zf:
-        names = [
-            n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
-        ]
-        if len(names) != 1:
+        names = zf.namelist()
+        try:
+            member = f"{dist_info_folder(names)}/METADATA"
+        except WheelProblem:
+            member = ""
+        if member not in names:
             raise WheelhouseError(f"{wheel.name}: expected one .dist-info/METADATA")
         try:
-            return read_bounded(zf, names[0])
+            return read_bounded(zf, member)
         except WheelProblem as exc:
             raise WheelhouseError(
                 f"{wheel.name}: {exc}",

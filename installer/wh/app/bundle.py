@@ -12,7 +12,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from packaging.requirements import Requirement
 
@@ -30,6 +30,7 @@ from wh.model.target import Target
 from wh.proc import spawn as proc
 from wh.resolve.resolver import resolve
 from wh.settings import cache_dir
+from wh.wheel import buildrecord
 from wh.wheelhouse.scan import scan
 
 MANIFEST = "SHA256SUMS"
@@ -94,7 +95,7 @@ def make_bundle(
             if w is None:
                 continue
             shutil.copy2(w.path, stage / WHEELS / w.filename)
-            record = w.path.with_name(w.filename + ".build.json")
+            record = buildrecord.path_of(w.path)
             if record.is_file():
                 shutil.copy2(record, stage / WHEELS / record.name)
         lock_name = f"pylock.{profile.name}.toml"
@@ -424,16 +425,12 @@ def entry_problem(rel: str) -> str | None:
     Windows writes them outside the folder; reserved names, ``:`` (alternate data
     streams) and trailing dots or spaces are refused too, since a bundle is made to be
     unpacked on Windows."""
-    from wh.install.validate import unsafe_path
     from wh.wheel import portable
 
     name = rel.rstrip("/")
     if not name:
         return "is empty"
-    why = unsafe_path(name)
-    if why is None and PurePosixPath(name).is_absolute():
-        why = "is absolute"
-    return why or portable.windows_problem(name)
+    return portable.path_problem(name, windows=True)
 
 
 def extract(archive: Path, dest: Path) -> None:

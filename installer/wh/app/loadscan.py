@@ -22,6 +22,7 @@ from wh.errors import LockError
 from wh.model.loadoptions import LoadOptions
 from wh.settings import cache_dir
 from wh.wheel import natives as nat
+from wh.wheel import record
 
 if TYPE_CHECKING:
     from wh.app.verify import Finding
@@ -120,19 +121,10 @@ def read_many(wheels: Sequence[tuple[Path, str]]) -> dict[Path, nat.Natives]:
 
 def record_paths(dist: InstalledDist) -> list[str]:
     """The files an installed distribution's RECORD names, relative to its site folder."""
-    if dist.dist_info is None:
+    rows = record.installed(dist.dist_info) if dist.dist_info is not None else None
+    if rows is None:
         return []
-    try:
-        text = (dist.dist_info / "RECORD").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    from wh.wheel.wheelfile import record_rows
-
-    out = []
-    for row in record_rows(text):
-        if row and row[0]:
-            out.append(PurePosixPath(row[0].replace("\\", "/")).as_posix())
-    return out
+    return [PurePosixPath(p).as_posix() for p in record.installed_paths(rows)]
 
 
 def _installed_unit(dist: InstalledDist, origin: str) -> Unit:
@@ -140,13 +132,13 @@ def _installed_unit(dist: InstalledDist, origin: str) -> Unit:
     return Unit(dist.name, str(dist.version), origin, nat.Natives(libs, ()), dist.requires)
 
 
-def _built(record: Mapping[str, Any] | None) -> BuiltAgainst | None:
-    if not record:
+def _built(built: Mapping[str, Any] | None) -> BuiltAgainst | None:
+    if not built:
         return None
-    torch = record.get("torch")
+    torch = built.get("torch")
     if not isinstance(torch, Mapping) or not torch.get("version"):
         return None
-    recipe = record.get("recipe", {})
+    recipe = built.get("recipe", {})
     name = str(recipe.get("name", "")) if isinstance(recipe, Mapping) else ""
     return BuiltAgainst(str(torch["version"]), str(torch.get("cuda", "")), name)
 

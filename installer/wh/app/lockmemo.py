@@ -26,12 +26,13 @@ from wh.cache.stamps import cache_file, code_stamp, stat_key, write_json
 from wh.env.environment import Environment
 from wh.model.profile import Profile
 from wh.model.target import Target
+from wh.wheel import buildrecord
 
 if TYPE_CHECKING:  # speed: a remembered lock never loads the load check
     from wh.model.loadoptions import LoadOptions
 
 _FORMAT = 1
-_SIDE_FILES = (".whl", ".whl.build.json")
+_SIDE_FILES = (".whl", ".whl" + buildrecord.SUFFIX)
 
 
 def enabled() -> bool:

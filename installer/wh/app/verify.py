@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import Version
 
 from wh.env.environment import Environment
 from wh.install.outside import unsatisfied
 from wh.model.installed import InstalledDist
 from wh.model.lockfile import Lock
 from wh.model.plan import Guard
+from wh.model.protection import Standing, standing
 from wh.proc import spawn as proc
 
 
@@ -139,25 +141,24 @@ def protections(
     for p in lock.protections:
         name = canonicalize_name(p["name"])
         have = env.dists.get(name)
-        if have is None:
-            out.append(Finding(False, "protection", f"protected {name} is missing"))
-            continue
-        expected_record = p.get("record-sha256")
-        if before is not None and name in before:
-            expected_record = before[name].record_sha256
-        if str(have.version) != p["version"]:
-            out.append(
-                Finding(
-                    False,
-                    "protection",
-                    f"protected {name} is {have.version}, expected {p['version']}",
-                )
-            )
-        elif expected_record and have.record_sha256 != expected_record:
-            out.append(Finding(False, "protection", f"protected {name} {have.version} changed"))
-        else:
-            out.append(Finding(True, "protection", f"protected {name} {have.version} unchanged"))
+        since = before.get(name) if before is not None else None
+        now = standing(have, Version(p["version"]), p.get("record-sha256"), since=since)
+        out.append(_protection_finding(name, have, now, f"expected {p['version']}"))
     return out
+
+
+def _protection_finding(
+    name: NormalizedName, have: InstalledDist | None, now: Standing, wanted: str
+) -> Finding:
+    """What verify says of a protected distribution that ``standing`` placed at ``now``;
+    ``wanted`` words the protected version after the one installed."""
+    if have is None or now is Standing.MISSING:
+        return Finding(False, "protection", f"protected {name} is missing")
+    if now is Standing.OTHER_VERSION:
+        return Finding(False, "protection", f"protected {name} is {have.version}, {wanted}")
+    if now is Standing.CHANGED:
+        return Finding(False, "protection", f"protected {name} {have.version} changed")
+    return Finding(True, "protection", f"protected {name} {have.version} unchanged")
 
 
 def run_checks(
@@ -240,23 +241,9 @@ def guarded(
     for name in sorted(guards):
         g = guards[name]
         have = env.dists.get(name)
-        if have is None:
-            out.append(Finding(False, "protection", f"protected {name} is missing"))
-        elif g.version is not None and have.version != g.version:
-            out.append(
-                Finding(False, "protection", f"protected {name} is {have.version}, not {g.version}")
-            )
-        elif (
-            before is not None
-            and name in before
-            and (
-                before[name].version != have.version
-                or before[name].record_sha256 != have.record_sha256
-            )
-        ):
-            out.append(Finding(False, "protection", f"protected {name} {have.version} changed"))
-        else:
-            out.append(Finding(True, "protection", f"protected {name} {have.version} unchanged"))
+        since = before.get(name) if before is not None else None
+        now = standing(have, g.version, since=since)
+        out.append(_protection_finding(name, have, now, f"not {g.version}"))
     return out
 
 

@@ -26,7 +26,9 @@ from wh.errors import (
 from wh.hashing import sha256_many
 from wh.install.validate import refuse_ambiguous
 from wh.model import lockfile as lockmod
+from wh.model.protection import Standing, standing
 from wh.model.target import Target
+from wh.wheel import buildrecord
 from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes, known_digests, scan
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
@@ -75,7 +77,7 @@ def pins_for(
                 else:
                     absent.add(p.name)
                 continue
-            if p.version is not None and p.version != have.version:
+            if standing(have, p.version) is Standing.OTHER_VERSION:
                 raise ProtectionError(
                     f"the profile protects {p.name} {p.version} but {env.python} has "
                     f"{p.name} {have.version}",
@@ -297,18 +299,16 @@ def lock_summary(result: LockResult) -> dict[str, Any]:
 
 def build_records(resolution: Resolution) -> dict[str, dict[str, Any]]:
     """Provenance of locally built wheels (``<wheel>.build.json`` beside them)."""
-    import json
-
     out: dict[str, dict[str, Any]] = {}
     for chosen in resolution.packages.values():
         w = chosen.candidate.wheel
         if w is None or not w.built_locally:
             continue
-        rec = w.path.with_name(w.filename + ".build.json")
         try:
-            out[w.filename] = json.loads(rec.read_text(encoding="utf-8"))
+            out[w.filename] = buildrecord.load(w.path)
         except (OSError, ValueError):
-            out[w.filename] = {"error": f"unreadable build record {rec.name}"}
+            name = buildrecord.path_of(w.path).name
+            out[w.filename] = {"error": f"unreadable build record {name}"}
     return out
 
 

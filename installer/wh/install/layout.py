@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,7 +16,9 @@ from packaging.utils import NormalizedName, parse_wheel_filename
 from wh.env.environment import Environment
 from wh.install.entrypoints import script_names
 from wh.model.installed import InstalledDist
-from wh.wheel.wheelfile import ZipIndex, zip_index
+from wh.wheel import record
+from wh.wheel.portable import unsafe_path
+from wh.wheel.wheelfile import ZipIndex, dist_info_folder, zip_index
 
 # Files a backend adds to a dist-info folder that no wheel lists.
 GENERATED_DIST_INFO = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD", "uv_cache.json")
@@ -149,15 +149,12 @@ def layout(wheel: Path, schemes: Schemes, index: ZipIndex | None = None) -> Whee
         index = zip_index(wheel)
     read = index.read
     names = [n for n in index.names if n[-1:] != "/"]
-    # wheels put .dist-info last: look from the end (a torch wheel has 20,000 names)
-    di = next(
-        top for top in (n.split("/", 1)[0] for n in reversed(names)) if top.endswith(".dist-info")
-    )
+    di = dist_info_folder(names)
     wheel_txt = read(f"{di}/WHEEL").decode("utf-8", "replace")
     purelib = (HeaderParser().parsestr(wheel_txt).get("Root-Is-Purelib") or "").strip()
     root = schemes.purelib if purelib.lower() == "true" else schemes.platlib
     present = set(names)
-    rows = _record_rows(index.rows(f"{di}/RECORD")) if f"{di}/RECORD" in present else {}
+    rows = record.entries(index.rows(f"{di}/RECORD")) if f"{di}/RECORD" in present else {}
     ep = f"{di}/entry_points.txt"
     entry_points = read(ep) if ep in present else b""
     files: list[Target] = []
@@ -193,15 +190,6 @@ def layout(wheel: Path, schemes: Schemes, index: ZipIndex | None = None) -> Whee
     data_dir = data_prefix.rstrip("/")
     scratch = tuple(site / data_dir for site in schemes.site_dirs())
     return WheelLayout(name, wheel, tuple(files), tuple(scripts), scratch)
-
-
-def _record_rows(rows: list[list[str]]) -> dict[str, tuple[str, str]]:
-    """RECORD as path -> (hash, size)."""
-    out: dict[str, tuple[str, str]] = {}
-    for row in rows:
-        if len(row) >= 2:
-            out[row[0]] = (row[1], row[2] if len(row) > 2 else "")
-    return out
 
 
 @dataclass(frozen=True)
@@ -255,13 +243,13 @@ def installed_files(dist: InstalledDist) -> list[Owned]:
             out[owned.key] = owned
 
     listed = False
-    data = _read_or_none(di / "RECORD")
-    if data is not None:
+    rows = record.installed(di)
+    if rows is not None:
         listed = True
-        for row in csv.reader(io.StringIO(data.decode("utf-8", "replace"))):
-            if row and row[0]:
-                digest = row[1] if len(row) > 1 else ""
-                add(os.path.join(site, row[0].replace("\\", "/")), digest, first=False)
+        for row in rows:
+            path, digest, _size = record.fields(row)
+            if path:
+                add(os.path.join(site, path.replace("\\", "/")), digest, first=False)
     data = _read_or_none(di / "installed-files.txt")
     if data is not None:
         listed = True
@@ -296,7 +284,7 @@ def _top_level_files(di: Path, site: Path) -> Iterator[Path]:
     tops = []
     for line in data.decode("utf-8", "replace").splitlines():
         top = line.strip().replace("\\", "/")
-        if top and not top.startswith("/") and ".." not in top.split("/"):
+        if top and unsafe_path(top) is None:
             tops.append(top)
     if not tops:
         return
@@ -325,10 +313,9 @@ def _listed_by_others(di: Path, site: Path, tops: list[str]) -> set[str]:
     for other in site.iterdir():
         if other == di or not other.name.endswith((".dist-info", ".egg-info")):
             continue
-        record = _read_or_none(other / "RECORD")
-        if record is not None:
-            for row in csv.reader(io.StringIO(record.decode("utf-8", "replace"))):
-                rel = row[0].replace("\\", "/") if row else ""
+        rows = record.installed(other)
+        if rows is not None:
+            for rel in record.installed_paths(rows):
                 if rel.startswith(prefixes):
                     out.add(key(os.path.join(site, rel)))
         listed = _read_or_none(other / "installed-files.txt")

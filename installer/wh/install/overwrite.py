@@ -94,6 +94,35 @@ def clashes(
     return found
 
 
+def overwritten(
+    layouts: Sequence[WheelLayout], *, scripts: bool
+) -> list[dict[int, frozenset[str]]]:
+    """Who writes a path last, across the plan's wheels in install order: per wheel, the
+    earlier wheels (their index in ``layouts``) whose copy of a path it replaces, with those
+    paths (``key``). The copy it replaces is the last one written before it; a copy from
+    the same distribution, or with the same hash (a namespace ``__init__.py``), is no
+    overwrite. ``scripts`` counts the console scripts a backend generates too (they have
+    no hash, so two wheels generating one name always overwrite)."""
+    last: dict[str, tuple[int, str]] = {}
+    out: list[dict[int, frozenset[str]]] = []
+    for i, lay in enumerate(layouts):
+        writes = [(t.cmp_key, t.hash) for t in lay.files]
+        if scripts:
+            writes += [(key(p), "") for p in lay.scripts]
+        over: dict[int, set[str]] = {}
+        for k, digest in writes:
+            prev = last.get(k)
+            if prev is None:
+                continue
+            j, prev_digest = prev
+            if layouts[j].name != lay.name and not (digest and digest == prev_digest):
+                over.setdefault(j, set()).add(k)
+        for k, digest in writes:
+            last[k] = (i, digest)
+        out.append({j: frozenset(keys) for j, keys in over.items()})
+    return out
+
+
 # macOS filesystems fold case and normalise Unicode: there ``Util.py`` and ``util.py``, or
 # ``café`` in NFC and NFD, are one file, whichever distribution wrote it. Windows folds case
 # too, which ``key`` (``normcase``) already does, so the ordinary check above sees it; NTFS

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 
 from packaging.utils import NormalizedName
 
-from wh.install.layout import WheelLayout, key
+from wh.install.layout import WheelLayout
+from wh.install.overwrite import overwritten
 
 
 def rounds(layouts: Iterable[WheelLayout]) -> list[list[WheelLayout]]:
@@ -18,18 +19,12 @@ def rounds(layouts: Iterable[WheelLayout]) -> list[list[WheelLayout]]:
     the latest round of an earlier wheel it overwrites, and is moved into place after it,
     so the later wheel wins, as with one call per batch. Identical files (a namespace
     package's ``__init__.py``) share a round."""
-    latest: dict[str, tuple[int, str, NormalizedName]] = {}
+    lays = list(layouts)
+    round_of: list[int] = []
     out: list[list[WheelLayout]] = []
-    for lay in layouts:
-        writes = [(t.cmp_key, t.hash) for t in lay.files]
-        writes += [(key(str(p)), "") for p in lay.scripts]
-        r = 0
-        for k, digest in writes:
-            prev = latest.get(k)
-            if prev is not None and prev[2] != lay.name and not (digest and digest == prev[1]):
-                r = max(r, prev[0] + 1)
-        for k, digest in writes:
-            latest[k] = (r, digest, lay.name)
+    for lay, over in zip(lays, overwritten(lays, scripts=True), strict=True):
+        r = max((round_of[j] + 1 for j in over), default=0)
+        round_of.append(r)
         while len(out) <= r:
             out.append([])
         out[r].append(lay)
@@ -39,13 +34,9 @@ def rounds(layouts: Iterable[WheelLayout]) -> list[list[WheelLayout]]:
 def superseded(layouts: Iterable[WheelLayout]) -> dict[NormalizedName, frozenset[str]]:
     """Per wheel (in install order), the paths (``key``) a later wheel of the plan writes
     with other content: an allowed overwrite, so they no longer hold this wheel's bytes."""
-    last: dict[str, tuple[NormalizedName, str]] = {}
+    lays = list(layouts)
     earlier: dict[NormalizedName, set[str]] = {}
-    for lay in layouts:
-        for t in lay.files:
-            k = t.cmp_key
-            prev = last.get(k)
-            if prev is not None and prev[0] != lay.name and not (t.hash and t.hash == prev[1]):
-                earlier.setdefault(prev[0], set()).add(k)
-            last[k] = (lay.name, t.hash)
+    for over in overwritten(lays, scripts=False):
+        for j, keys in over.items():
+            earlier.setdefault(lays[j].name, set()).update(keys)
     return {name: frozenset(keys) for name, keys in earlier.items()}

@@ -30,7 +30,6 @@ import base64
 import functools
 import hashlib
 import os
-import re
 import stat
 import zipfile
 from collections import Counter
@@ -53,15 +52,19 @@ from wh.hashing import fd_digest, file_digest, open_binary, parts
 from wh.install.layout import Target, WheelLayout
 from wh.model.wheel import Wheel, WheelProblem
 from wh.proc.cores import usable_cores
-from wh.wheel.portable import fold, windows_problem
-from wh.wheel.wheelfile import ZipIndex, _headers_only, read_bounded, zip_index
+from wh.wheel.portable import fold, unsafe_paths
+from wh.wheel.wheelfile import (
+    ZipIndex,
+    _headers_only,
+    dist_info_folder,
+    read_bounded,
+    zip_index,
+)
 
 # RECORD may not hash itself or its signatures.
 _UNHASHED = ("RECORD", "RECORD.jws", "RECORD.p7s")
 _STRONG = ("sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512", "blake2b")
 _DATA_SCHEMES = ("purelib", "platlib", "scripts", "data", "headers")
-_DRIVE = re.compile(r"^[A-Za-z]:")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # one regex scan: a torch wheel has 40,000 paths
 _CHUNK = 1 << 20
 # installing on Windows: member names are checked against its rules too (wh/wheel/portable.py)
 ON_WINDOWS = os.name == "nt"
@@ -79,52 +82,6 @@ class Limits:
 
 
 LIMITS = Limits()
-
-
-def unsafe_path(name: str) -> str | None:
-    """Why an archive path could escape the install root or fool a filesystem, or None."""
-    if _CONTROL.search(name):
-        return "contains a control character"
-    if "\\" in name:
-        return "contains a backslash"
-    if name.startswith("/"):
-        return "is absolute"
-    if _DRIVE.match(name):
-        return "starts with a drive letter"
-    parts = name.rstrip("/").split("/")
-    if ".." in parts:
-        return "escapes the install root with '..'"
-    if "" in parts or "." in parts:
-        return "has an empty or '.' component"
-    return None
-
-
-_BAD_CHAR = re.compile(r"[\x00-\x09\x0b-\x1f\x7f\\]")  # control characters, backslash
-_DOT_PART = re.compile(r"(?:^|/)\.\.?(?:/|$)", re.M)
-_DRIVE_LINE = re.compile(r"^[A-Za-z]:", re.M)
-
-
-def _suspect(lines: str) -> bool:
-    """Whether any of the paths in ``lines`` (one per line) might be unsafe: a superset of
-    what ``unsafe_path`` refuses, tested over all of a wheel's paths at once, so that only
-    a wheel it matches is looked at path by path (a torch wheel has 40,000 paths)."""
-    if not lines or lines.startswith(("/", "\n")) or lines.endswith("\n"):
-        return True  # absolute, or an empty path
-    if "\n/" in lines or "\n\n" in lines or "//" in lines or _BAD_CHAR.search(lines):
-        return True
-    if ("/." in lines or "\n." in lines or lines.startswith(".")) and _DOT_PART.search(lines):
-        return True
-    return ":" in lines and _DRIVE_LINE.search(lines) is not None
-
-
-def unsafe_paths(paths: Sequence[str]) -> dict[str, str]:
-    """Each of ``paths`` that ``unsafe_path`` refuses, with why."""
-    if not paths:
-        return {}
-    joined = "\n".join(paths)
-    if joined.count("\n") == len(paths) - 1 and not _suspect(joined):
-        return {}
-    return {p: why for p in paths if (why := unsafe_path(p))}
 
 
 def problems(path: Path, limits: Limits = LIMITS, *, contents: bool = True) -> list[str]:
@@ -200,12 +157,8 @@ def _check(
                     "entries differ only in case or Unicode normalisation: "
                     f"{', '.join(sorted(map(repr, same)))}"
                 )
-    unsafe = unsafe_paths(raw_names)
-    if ON_WINDOWS:  # names Windows cannot create as written (CON, aux.py, "a:b", "x.")
-        for n in raw_names:
-            why = windows_problem(n)
-            if why and n not in unsafe:
-                unsafe[n] = why
+    # on Windows also names it cannot create as written (CON, aux.py, "a:b", "x.")
+    unsafe = unsafe_paths(raw_names, windows=ON_WINDOWS)
     links = any(stat.S_ISLNK(m) for m in set(index.modes))
     big = limits.ratio_min_bytes
     if unsafe or links or any(size > big for size in index.sizes):
@@ -236,15 +189,13 @@ def _check(
         return out  # do not decompress a hostile archive any further
     # member name -> its uncompressed size (the last of a name, as zipfile keeps it)
     files = {n: size for n, size in zip(index.names, index.sizes, strict=True) if n[-1:] != "/"}
-    tops = {n.split("/", 1)[0] for n in files if "/" in n}
-    dist_infos = sorted(t for t in tops if t.endswith(".dist-info"))
-    datas = sorted(t for t in tops if t.endswith(".data"))
-    if len(dist_infos) != 1:
-        out.append(
-            f"expected exactly one .dist-info folder, found {', '.join(dist_infos) or 'none'}"
-        )
+    try:
+        di = dist_info_folder(list(files))
+    except WheelProblem as exc:
+        out.append(str(exc))
         return out
-    di = dist_infos[0]
+    tops = {n.split("/", 1)[0] for n in files if "/" in n}
+    datas = sorted(t for t in tops if t.endswith(".data"))
     out += _name_version(di, ".dist-info", name, version)
     if len(datas) > 1:
         out.append(f"more than one .data folder: {', '.join(datas)}")

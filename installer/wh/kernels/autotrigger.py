@@ -17,7 +17,6 @@ _VERSION_OPS = {
     "VERSION_LESS_EQUAL",
 }
 _IFS = ("if", "elseif")
-_TRUE = ("ON", "TRUE", "1", "YES")
 _VERSION_VAR = re.compile(r"CUDA\w*VERSION|CUDA_COMPILER_VERSION|CUDAToolkit_VERSION")
 
 
@@ -107,21 +106,4 @@ def _set_on_in_branch(cmds: Sequence[cmakeparse.Command], line: int) -> list[str
     """Variables that ``set(X ON)`` at the top level of the first branch of the if() or
     elseif() on ``line``, up to its elseif/else/endif."""
     at = next((i for i, c in enumerate(cmds) if c.line == line and c.lname in _IFS), None)
-    if at is None:
-        return []
-    out: list[str] = []
-    depth = 0
-    for c in cmds[at + 1 :]:
-        if c.lname == "if":
-            depth += 1
-        elif c.lname == "endif":
-            if depth == 0:
-                break
-            depth -= 1
-        elif depth == 0 and c.lname in ("elseif", "else"):
-            break
-        elif depth == 0 and c.lname == "set":
-            v = c.values()
-            if len(v) >= 2 and v[1].upper() in _TRUE and v[0] not in out:
-                out.append(v[0])
-    return out
+    return [] if at is None else cmakeparse.switched_on(cmds, at)

@@ -169,6 +169,30 @@ def guarded_by(cmd: Command, condition: Sequence[str]) -> bool:
     return any(not neg and cond == want for cond, neg in cmd.within)
 
 
+TRUE = ("ON", "TRUE", "1", "YES")  # the spellings of a true constant that ``set`` takes
+
+
+def switched_on(cmds: Sequence[Command], at: int) -> list[str]:
+    """The variables ``set(X ON)`` (or TRUE, 1, YES) turns on at the top level of the first
+    branch of the if() or elseif() at index ``at``, up to its elseif/else/endif, in order."""
+    out: list[str] = []
+    depth = 0
+    for c in cmds[at + 1 :]:
+        if c.lname == "if":
+            depth += 1
+        elif c.lname == "endif":
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and c.lname in ("elseif", "else"):
+            break
+        elif depth == 0 and c.lname == "set":
+            v = c.values()
+            if len(v) >= 2 and v[1].upper() in TRUE and v[0] not in out:
+                out.append(v[0])
+    return out
+
+
 def line_start(text: str, pos: int) -> int:
     return text.rfind("\n", 0, pos) + 1
 

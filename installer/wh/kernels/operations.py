@@ -315,21 +315,7 @@ class SwitchTrigger:
 
 def _sets_on(cmds: list[cp.Command], at: int, switch: str) -> bool:
     """Whether the if() at index ``at`` turns ``switch`` ON in its own first branch."""
-    depth = 0
-    for c in cmds[at + 1 :]:
-        if c.lname == "if":
-            depth += 1
-        elif c.lname == "endif":
-            if depth == 0:
-                return False
-            depth -= 1
-        elif depth == 0 and c.lname in ("elseif", "else"):
-            return False
-        elif depth == 0 and c.lname == "set":
-            v = c.values()
-            if len(v) >= 2 and v[0] == switch and v[1].upper() in ("ON", "TRUE", "1", "YES"):
-                return True
-    return False
+    return switch in cp.switched_on(cmds, at)
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,10 @@ from wh.errors import BuildError, ProcessError
 from wh.kernels import archcheck, envblock, preview, prune, source
 from wh.kernels.conditions import LINUX_GCC, WINDOWS_MSVC, Platform
 from wh.kernels.operations import wanted_codes
-from wh.kernels.provenance import write_build_record
 from wh.kernels.recipe import Effective, load_recipe, parse_choices, resolve
 from wh.kernels.registration import cmake_sources, excluded_ops
 from wh.kernels.toolchain import Toolchain, detect
+from wh.wheel import buildrecord
 
 
 @dataclass(frozen=True)
@@ -417,7 +417,7 @@ def build(opts: Options) -> Report:
     final = opts.wheelhouse.resolve() / wheel.name
     shutil.copy2(wheel, final)
     report.wheel = str(final)
-    record = write_build_record(final, _record(eff, report))
+    record = buildrecord.write(final, _record(eff, report))
     report.record = str(record)
     return report
 

@@ -12,6 +12,7 @@ from packaging.version import Version
 
 from wh.model.installed import InstalledDist
 from wh.model.lockfile import Lock, LockedPackage
+from wh.model.protection import Standing, standing
 from wh.model.schedule import balance, order_graph
 
 
@@ -104,7 +105,8 @@ def make_plan(
         prot[name] = Guard(name, want, str(p.get("reason", "")))
         have = installed.get(name)
         locked = lock.packages.get(name)
-        if have is None:
+        now = standing(have, want, p.get("record-sha256"))
+        if now is Standing.MISSING:
             if locked is None or locked.version != want:
                 refusals.append(
                     Refusal(
@@ -113,20 +115,20 @@ def make_plan(
                         missing=True,
                     )
                 )
-        elif have.version != want:
+        elif now is Standing.OTHER_VERSION and have is not None:
             refusals.append(
                 Refusal(
                     name,
                     f"protected {name} was locked as {want} but the environment has {have.version}",
                 )
             )
-        elif p.get("record-sha256") and have.record_sha256 != p["record-sha256"]:
+        elif now is Standing.CHANGED:
             refusals.append(
                 Refusal(name, f"protected {name} {want} has changed files since it was locked")
             )
     for name, guard in (protected or {}).items():
         have = installed.get(name)
-        if guard.version is not None and have is not None and have.version != guard.version:
+        if standing(have, guard.version) is Standing.OTHER_VERSION and have is not None:
             refusals.append(
                 Refusal(
                     name,

@@ -237,21 +237,32 @@ class _Stream:
             self._f = None
 
 
-def read_elf(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Binary:
-    """The needs of one ELF member (see the module docstring); never raises for its bytes."""
+def _read_refusing(
+    kind: str,
+    read: Callable[[str, int, _Stream], Binary],
+    member: str,
+    size: int,
+    open_member: Callable[[], IO[bytes]],
+) -> Binary:
+    """``read`` of one member of ``kind`` ("elf", "pe"); whatever its bytes make the
+    parser raise becomes the Binary's problem."""
     stream = _Stream(open_member)
     try:
-        return _read_elf(member, size, stream)
+        return read(member, size, stream)
     except _Unreadable as exc:
-        return Binary(member, "elf", problem=str(exc))
+        return Binary(member, kind, problem=str(exc))
     except (_Missing, zipfile.BadZipFile, OSError, EOFError) as exc:
-        return Binary(member, "elf", problem=f"truncated or damaged ({exc})")
-    except Exception as exc:  # pyelftools raises many kinds on hostile input: all refused
-        return Binary(
-            member, "elf", problem=f"not a readable ELF file ({type(exc).__name__}: {exc})"
-        )
+        return Binary(member, kind, problem=f"truncated or damaged ({exc})")
+    except Exception as exc:  # pyelftools and pefile raise many kinds on hostile input
+        why = f"not a readable {kind.upper()} file ({type(exc).__name__}: {exc})"
+        return Binary(member, kind, problem=why)
     finally:
         stream.close()
+
+
+def read_elf(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Binary:
+    """The needs of one ELF member (see the module docstring); never raises for its bytes."""
+    return _read_refusing("elf", _read_elf, member, size, open_member)
 
 
 def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
@@ -389,17 +400,7 @@ _PE_MACHINES = {0x8664: "amd64", 0x14C: "i386", 0xAA64: "arm64"}
 
 def read_pe(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Binary:
     """The imports and delay-load imports of one PE member; never raises for its bytes."""
-    stream = _Stream(open_member)
-    try:
-        return _read_pe(member, size, stream)
-    except _Unreadable as exc:
-        return Binary(member, "pe", problem=str(exc))
-    except (_Missing, zipfile.BadZipFile, OSError, EOFError) as exc:
-        return Binary(member, "pe", problem=f"truncated or damaged ({exc})")
-    except Exception as exc:  # pefile raises many kinds on hostile input: all refused
-        return Binary(member, "pe", problem=f"not a readable PE file ({type(exc).__name__}: {exc})")
-    finally:
-        stream.close()
+    return _read_refusing("pe", _read_pe, member, size, open_member)
 
 
 def _read_pe(member: str, size: int, stream: _Stream) -> Binary:

@@ -1,6 +1,8 @@
-"""Archive paths Windows or macOS cannot hold as written: reserved device names, trailing
-dots and spaces, alternate data streams, and two names one case-insensitive or
-Unicode-normalising filesystem folds into one.
+"""Path safety of archive paths: those that escape the folder they are written under
+(absolute, a drive letter, "..", backslashes, control characters), and those Windows or
+macOS cannot hold as written: reserved device names, trailing dots and spaces, alternate
+data streams, and two names one case-insensitive or Unicode-normalising filesystem folds
+into one. Validation, bundle extraction and the owned-files listing all ask here.
 
 Pure functions over "/"-separated relative paths, used where wh writes for such a target:
 ``wh bundle`` for a Windows or macOS target checks every member of every locked wheel
@@ -54,6 +56,69 @@ def windows_problem(path: str) -> str | None:
         if bad:
             return f"{part!r} contains {''.join(bad)!r}, not allowed in Windows names"
     return None
+
+
+# -- paths that leave the folder they are written under --------------------------------------
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # one regex scan: a torch wheel has 40,000 paths
+
+
+def unsafe_path(name: str) -> str | None:
+    """Why an archive path could escape the install root or fool a filesystem, or None."""
+    if _CONTROL.search(name):
+        return "contains a control character"
+    if "\\" in name:
+        return "contains a backslash"
+    if name.startswith("/"):
+        return "is absolute"
+    if _DRIVE.match(name):
+        return "starts with a drive letter"
+    parts = name.rstrip("/").split("/")
+    if ".." in parts:
+        return "escapes the install root with '..'"
+    if "" in parts or "." in parts:
+        return "has an empty or '.' component"
+    return None
+
+
+_BAD_CHAR = re.compile(r"[\x00-\x09\x0b-\x1f\x7f\\]")  # control characters, backslash
+_DOT_PART = re.compile(r"(?:^|/)\.\.?(?:/|$)", re.M)
+_DRIVE_LINE = re.compile(r"^[A-Za-z]:", re.M)
+
+
+def _suspect(lines: str) -> bool:
+    """Whether any of the paths in ``lines`` (one per line) might be unsafe: a superset of
+    what ``unsafe_path`` refuses, tested over all of a wheel's paths at once, so that only
+    a wheel it matches is looked at path by path (a torch wheel has 40,000 paths)."""
+    if not lines or lines.startswith(("/", "\n")) or lines.endswith("\n"):
+        return True  # absolute, or an empty path
+    if "\n/" in lines or "\n\n" in lines or "//" in lines or _BAD_CHAR.search(lines):
+        return True
+    if ("/." in lines or "\n." in lines or lines.startswith(".")) and _DOT_PART.search(lines):
+        return True
+    return ":" in lines and _DRIVE_LINE.search(lines) is not None
+
+
+def unsafe_paths(paths: Sequence[str], *, windows: bool = False) -> dict[str, str]:
+    """Each of ``paths`` that ``unsafe_path`` refuses, with why; with ``windows`` also
+    each that Windows cannot create as named (``windows_problem``)."""
+    out: dict[str, str] = {}
+    if not paths:
+        return out
+    joined = "\n".join(paths)
+    if joined.count("\n") != len(paths) - 1 or _suspect(joined):
+        out = {p: why for p in paths if (why := unsafe_path(p))}
+    if windows:
+        for p in paths:
+            if p not in out and (why := windows_problem(p)):
+                out[p] = why
+    return out
+
+
+def path_problem(path: str, *, windows: bool) -> str | None:
+    """Why one relative archive path must not be written (``unsafe_paths`` of one path)."""
+    return unsafe_paths([path], windows=windows).get(path)
 
 
 def fold(path: str) -> str:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import bisect
-import csv
-import io
 import os
 import struct
 import zipfile
@@ -22,6 +20,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from wh.model.wheel import WheelMeta, WheelProblem
+from wh.wheel import record
 
 
 @dataclass(frozen=True)
@@ -85,14 +84,28 @@ def _headers_only(text: str) -> str:
     return text[: min(cuts) + 1] if cuts else text
 
 
+def dist_info_folders(names: list[str]) -> list[str]:
+    """The ``*.dist-info`` folders of a wheel whose members are ``names``, sorted: the first
+    part of every member file's path that has one (a directory entry names no file)."""
+    # ".dist-info/" in a name is what a member of such a folder has (one scan of each name)
+    tops = {n.partition("/")[0] for n in names if ".dist-info/" in n and n[-1:] != "/"}
+    return sorted(t for t in tops if t.endswith(".dist-info"))
+
+
+def dist_info_folder(names: list[str]) -> str:
+    """The one ``*.dist-info`` folder of a wheel whose members are ``names``; a wheel with
+    none or several is refused (WheelProblem)."""
+    found = dist_info_folders(names)
+    if len(found) != 1:
+        raise WheelProblem(
+            f"expected exactly one .dist-info folder, found {', '.join(found) or 'none'}"
+        )
+    return found[0]
+
+
 def _metadata_bytes(names: list[str], read: Callable[[str], bytes | None]) -> bytes | None:
     """The one .dist-info's METADATA (WHEEL must exist too); None when ``read`` gives up."""
-    tops = {n.partition("/")[0] for n in names}
-    dist_infos = sorted(t for t in tops if t.endswith(".dist-info"))
-    if len(dist_infos) != 1:
-        found = ", ".join(dist_infos) or "none"
-        raise WheelProblem(f"expected exactly one .dist-info folder, found {found}")
-    di = dist_infos[0]
+    di = dist_info_folder(names)
     if f"{di}/WHEEL" not in names:
         raise WheelProblem(f"{di}/WHEEL is missing")
     if f"{di}/METADATA" not in names:
@@ -263,24 +276,10 @@ class ZipIndex:
         )
 
     def rows(self, member: str) -> list[list[str]]:
-        """The member read as a RECORD (``record_rows``), parsed once."""
+        """The member read as a RECORD (``record.rows``), parsed once."""
         if member not in self._rows:
-            self._rows[member] = record_rows(self.read(member).decode("utf-8", "replace"))
+            self._rows[member] = record.decode(self.read(member))
         return self._rows[member]
-
-
-def record_rows(text: str) -> list[list[str]]:
-    """A RECORD's rows, as ``csv.reader`` reads them.
-
-    A RECORD with no quote, carriage return or NUL has only plain ``path,hash,size`` lines,
-    which ``str.split`` reads exactly as csv does, several times faster (a torch wheel has
-    20,000 rows); anything else goes through csv."""
-    if '"' in text or "\r" in text or "\x00" in text:
-        return list(csv.reader(io.StringIO(text)))
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line.split(",") if line else [] for line in lines]
 
 
 def _unvouched(name: str) -> bytes | None:

@@ -17,6 +17,7 @@ from wh.errors import WheelhouseError
 from wh.hashing import parallel_map, sha256_file
 from wh.model.wheel import Wheel, WheelMeta, WheelProblem, to_wheel
 from wh.proc.cores import usable_cores
+from wh.wheel import buildrecord
 from wh.wheel.wheelfile import read_meta
 
 _CACHE_VERSION = 3  # 2: entries carry the verdict of to_wheel's checks; 3: ctime in key
@@ -203,7 +204,7 @@ def scan(
                     _to_meta(e["meta"]),
                     stats[p].st_size,
                     str(e.get("sha256", "")),
-                    built_locally=p.name + ".build.json" in names,
+                    built_locally=buildrecord.path_of(p).name in names,
                     checked=True,
                 )
             )
@@ -277,23 +278,14 @@ def add_hashes(
             done[w.path] = started[w.path].result()
         if on_hashed:
             on_hashed(w.path)
-    by_dir: dict[Path, list[Path]] = {}
-    for path in done:
-        by_dir.setdefault(path.parent, []).append(path)
-    for folder, files in by_dir.items():
-        cfile = _cache_file(folder)
-        entries = _cache_entries(cfile)
-        if entries is None:
-            continue
-        for path in files:
-            entry = entries.get(path.name)
-            before, digest = done[path]
-            # only if the file still is what was hashed, and what the entry describes
-            if isinstance(entry, dict) and entry.get("stat") == before == stat_key(
-                path.stat(), path
-            ):
-                entry["sha256"] = digest
-        _write_cache(cfile, entries)
+
+    def store(path: Path, entry: object) -> None:
+        before, digest = done[path]
+        # only if the file still is what was hashed, and what the entry describes
+        if isinstance(entry, dict) and entry.get("stat") == before == stat_key(path.stat(), path):
+            entry["sha256"] = digest
+
+    _update_entries(done, store)
     return tuple(replace(w, sha256=done[w.path][1]) if w.path in done else w for w in wheels)
 
 
@@ -307,26 +299,39 @@ def _cache_entries(cfile: Path) -> dict[str, Any] | None:
         return None
 
 
-def remember_digests(digests: Mapping[Path, str]) -> None:
-    """Store sha256 digests known another way (a download checked against its index) in
-    the scan cache, for files whose entry describes them as they are now."""
+def _by_folder(paths: Iterable[Path]) -> dict[Path, list[Path]]:
     by_dir: dict[Path, list[Path]] = {}
-    for path in digests:
+    for path in paths:
         by_dir.setdefault(path.parent, []).append(path)
-    for folder, files in by_dir.items():
+    return by_dir
+
+
+def _update_entries(paths: Iterable[Path], update: Callable[[Path, object], None]) -> None:
+    """``update(path, its entry or None)`` for each of ``paths`` whose folder has a scan
+    cache, then that cache is written back."""
+    for folder, files in _by_folder(paths).items():
         cfile = _cache_file(folder)
         entries = _cache_entries(cfile)
         if entries is None:
             continue
         for path in files:
-            entry = entries.get(path.name)
-            try:
-                now = stat_key(path.stat())
-            except OSError:
-                continue
-            if isinstance(entry, dict) and entry.get("stat") == now and "problem" not in entry:
-                entry["sha256"] = digests[path]
+            update(path, entries.get(path.name))
         _write_cache(cfile, entries)
+
+
+def remember_digests(digests: Mapping[Path, str]) -> None:
+    """Store sha256 digests known another way (a download checked against its index) in
+    the scan cache, for files whose entry describes them as they are now."""
+
+    def store(path: Path, entry: object) -> None:
+        try:
+            now = stat_key(path.stat())
+        except OSError:
+            return
+        if isinstance(entry, dict) and entry.get("stat") == now and "problem" not in entry:
+            entry["sha256"] = digests[path]
+
+    _update_entries(digests, store)
 
 
 def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
@@ -339,15 +344,10 @@ def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
     """
     if os.environ.get("WH_VERIFY_REHASH", "") not in ("", "0"):
         return {}
-    by_dir: dict[Path, list[Path]] = {}
-    for p in paths:
-        by_dir.setdefault(p.parent, []).append(p)
     out: dict[Path, str] = {}
-    for folder, files in by_dir.items():
-        try:
-            data = json.loads(_cache_file(folder).read_text(encoding="utf-8"))
-            entries = data["entries"] if data.get("version") == _CACHE_VERSION else {}
-        except (OSError, ValueError, KeyError):
+    for folder, files in _by_folder(paths).items():
+        entries = _cache_entries(_cache_file(folder))
+        if entries is None:
             continue
         for p in files:
             e = entries.get(p.name)

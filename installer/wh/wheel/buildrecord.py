@@ -1,4 +1,5 @@
-"""Build records: the JSON beside each built wheel saying how it was made."""
+"""Build records: the JSON beside a wheel wh built (``<wheel>.build.json``) saying how it
+was made. ``wh build`` writes it; scan, lock and bundle find it beside the wheel."""
 
 from __future__ import annotations
 
@@ -7,28 +8,33 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-RECORD_SUFFIX = ".build.json"
+SUFFIX = ".build.json"
 SCHEMA = 1
 
 
-def record_path(wheel_path: Path) -> Path:
+def path_of(wheel_path: Path) -> Path:
     """``dist/x-1.0-py3-none-any.whl`` -> ``dist/x-1.0-py3-none-any.whl.build.json``."""
-    return wheel_path.with_name(wheel_path.name + RECORD_SUFFIX)
+    return wheel_path.with_name(wheel_path.name + SUFFIX)
 
 
-def write_build_record(wheel_path: Path, record: Mapping[str, Any]) -> Path:
+def write(wheel_path: Path, record: Mapping[str, Any]) -> Path:
     """Write the record beside the wheel (sorted keys, so equal builds give equal files)."""
-    path = record_path(wheel_path)
+    path = path_of(wheel_path)
     body = {"schema": SCHEMA, "wheel": wheel_path.name, **record}
     path.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
 
-def read_build_record(wheel_path: Path | str) -> dict[str, Any] | None:
+def load(wheel_path: Path) -> Any:
+    """The record beside the wheel as its JSON reads, whatever it holds (the lock carries
+    it as found); OSError where there is none, ValueError where it is not JSON."""
+    return json.loads(path_of(wheel_path).read_text(encoding="utf-8"))
+
+
+def read(wheel_path: Path | str) -> dict[str, Any] | None:
     """The build record of a wheel, or None if it has none (or an unreadable/foreign one)."""
-    path = record_path(Path(wheel_path))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load(Path(wheel_path))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("wheel") != Path(wheel_path).name:
