@@ -19,16 +19,16 @@ def requirements_text(lock: Lock) -> str:
     tool = lock.tool
     lines = [
         f"# wh export of {lock.path.name}: profile {lock.profile}, target "
-        f"{tool.get('target', {}).get('description', '?')}",
+        f"{tool.target.description if tool.target else '?'}",
         "# install with: pip install --no-deps --require-hashes -r THIS_FILE "
         "--index-url http://HOST/simple/",
     ]
-    for a in tool.get("overrides-applied", []):
-        lines.append(f"# override: {a['by']}: {a['original']} -> {a['replacement']}")
-    for d in tool.get("drops-applied", []):
-        lines.append(f"# dropped: {d['by']}: {d['requirement']}")
-    for p in tool.get("protections", []):
-        lines.append(f"# protected, not listed: {p['name']} {p['version']} (kept as installed)")
+    for a in tool.overrides_applied:
+        lines.append(f"# override: {a.by}: {a.original} -> {a.replacement}")
+    for d in tool.drops_applied:
+        lines.append(f"# dropped: {d.by}: {d.requirement}")
+    for p in tool.protections:
+        lines.append(f"# protected, not listed: {p.name} {p.version} (kept as installed)")
     for pkg in ordered(lock):
         lines.append(f"{pkg.name}=={pkg.version} --hash=sha256:{pkg.sha256}")
     return "\n".join(lines) + "\n"
@@ -52,7 +52,7 @@ def download_locked(lock: Lock, status: Callable[[str], None]) -> list[str]:
     ]
     if not todo:
         return []
-    status(f"downloading {len(todo)} locked wheel(s) from {lock.tool.get('index-url', '?')}")
+    status(f"downloading {len(todo)} locked wheel(s) from {lock.tool.index_url or '?'}")
     http = Http()
     problems: list[str] = []
     done: list[str] = []

@@ -15,6 +15,7 @@ from wh.install.outside import unsatisfied
 from wh.model.installed import InstalledDist
 from wh.model.lockfile import Lock
 from wh.model.plan import Guard
+from wh.model.toolwh import DropRule, Snippet
 from wh.proc import spawn as proc
 
 
@@ -38,8 +39,8 @@ def closure(env: Environment, lock: Lock) -> list[Finding]:
     """Every locked package installed at its version; every requirement of it satisfied."""
     out: list[Finding] = []
     overrides = {
-        canonicalize_name(Requirement(o["requirement"]).name): Requirement(o["requirement"])
-        for o in lock.overrides
+        canonicalize_name(Requirement(o.requirement).name): Requirement(o.requirement)
+        for o in lock.tool.overrides
     }
     for name in sorted(lock.packages):
         pkg = lock.packages[name]
@@ -57,8 +58,8 @@ def closure(env: Environment, lock: Lock) -> list[Finding]:
             )
             continue
         out.append(Finding(True, "installed", f"{name} {have.version}"))
-    drops = {canonicalize_name(d["name"]): d for d in lock.tool.get("drops", [])}
-    names = sorted(set(lock.packages) | {canonicalize_name(p["name"]) for p in lock.protections})
+    drops = {d.name: d for d in lock.tool.drops}
+    names = sorted(set(lock.packages) | lock.tool.protected_names)
     for name in names:
         dist = env.dists.get(name)
         if dist is None:
@@ -73,7 +74,7 @@ def _requirements(
     dist: InstalledDist,
     extras: frozenset[NormalizedName],
     overrides: Mapping[NormalizedName, Requirement],
-    drops: Mapping[NormalizedName, Mapping[str, str]],
+    drops: Mapping[NormalizedName, DropRule],
 ) -> list[Finding]:
     out: list[Finding] = []
     for req in dist.requires:
@@ -86,7 +87,7 @@ def _requirements(
         who = f"{dist.name} {dist.version}"
         drop = drops.get(dep)
         if drop is not None and have is None:
-            marker = drop.get("marker") or ""
+            marker = drop.marker
             if env.target.evaluate(Marker(marker) if marker else None):
                 out.append(
                     Finding(
@@ -94,7 +95,7 @@ def _requirements(
                         "drop",
                         f"{who} requires {plain}: dropped"
                         + (f" where {marker}" if marker else "")
-                        + f" ({drop.get('reason') or 'no reason given'})",
+                        + f" ({drop.reason or 'no reason given'})",
                     )
                 )
                 continue
@@ -136,21 +137,21 @@ def protections(
 ) -> list[Finding]:
     """Protected distributions are present, at the locked version, with unchanged RECORD."""
     out: list[Finding] = []
-    for p in lock.protections:
-        name = canonicalize_name(p["name"])
+    for p in lock.tool.protections:
+        name = p.name
         have = env.dists.get(name)
         if have is None:
             out.append(Finding(False, "protection", f"protected {name} is missing"))
             continue
-        expected_record = p.get("record-sha256")
+        expected_record = p.record_sha256
         if before is not None and name in before:
             expected_record = before[name].record_sha256
-        if str(have.version) != p["version"]:
+        if str(have.version) != p.version:
             out.append(
                 Finding(
                     False,
                     "protection",
-                    f"protected {name} is {have.version}, expected {p['version']}",
+                    f"protected {name} is {have.version}, expected {p.version}",
                 )
             )
         elif expected_record and have.record_sha256 != expected_record:
@@ -160,9 +161,7 @@ def protections(
     return out
 
 
-def run_checks(
-    env: Environment, imports: list[str], snippets: list[dict[str, str]]
-) -> list[Finding]:
+def run_checks(env: Environment, imports: list[str], snippets: list[Snippet]) -> list[Finding]:
     """Import checks and Python snippets, each run in the target interpreter. A failure
     carries its whole exception chain and, for a library the loader cannot find, its name."""
     out: list[Finding] = []
@@ -177,9 +176,9 @@ def run_checks(
         )
     for snip in snippets:
         done = proc.run(
-            [env.python, "-c", snip["code"]], env=proc.clean_env(), check=False, timeout=600
+            [env.python, "-c", snip.code], env=proc.clean_env(), check=False, timeout=600
         )
-        label = snip.get("description") or snip["code"]
+        label = snip.label
         ok = done.returncode == 0
         cause, advice = ("", "") if ok else failure_cause(done.stderr or done.stdout)
         if not ok and not cause:
@@ -266,7 +265,7 @@ def whole_environment(
     """Every installed distribution's requirements, not only the lock's closure (which
     ``closure`` reports): a failure the install caused fails; one already there before it
     is a warning."""
-    covered = set(lock.packages) | {canonicalize_name(p["name"]) for p in lock.protections}
+    covered = set(lock.packages) | lock.tool.protected_names
     now = unsatisfied({n: d for n, d in env.dists.items()}, env.target)
     was = unsatisfied(before.dists, before.target) if before is not None else {}
     out: list[Finding] = []

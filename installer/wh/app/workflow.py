@@ -27,6 +27,7 @@ from wh.hashing import sha256_many
 from wh.install.validate import refuse_ambiguous
 from wh.model import lockfile as lockmod
 from wh.model.target import Target
+from wh.model.toolwh import BuildRecord, Snippet
 from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes, known_digests, scan
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
@@ -211,7 +212,7 @@ def do_lock(
         raise ProtectionError(
             f"{name} is protected but not installed in {env.python}; the plan would install "
             f"{name} {chosen.candidate.version} from the wheelhouse",
-            details=[f"{who} requires {req}" for who, req in chosen.required_by],
+            details=[edge.describe() for edge in chosen.required_by],
             hint=f"install the {name} build you need into the environment first, or name the "
             f"exact build to install from the wheelhouse: "
             + (
@@ -294,20 +295,20 @@ def lock_summary(result: LockResult) -> dict[str, Any]:
     }
 
 
-def build_records(resolution: Resolution) -> dict[str, dict[str, Any]]:
+def build_records(resolution: Resolution) -> dict[str, BuildRecord]:
     """Provenance of locally built wheels (``<wheel>.build.json`` beside them)."""
     import json
 
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, BuildRecord] = {}
     for chosen in resolution.packages.values():
         w = chosen.candidate.wheel
         if w is None or not w.built_locally:
             continue
         rec = w.path.with_name(w.filename + ".build.json")
         try:
-            out[w.filename] = json.loads(rec.read_text(encoding="utf-8"))
+            out[w.filename] = BuildRecord(json.loads(rec.read_text(encoding="utf-8")))
         except (OSError, ValueError):
-            out[w.filename] = {"error": f"unreadable build record {rec.name}"}
+            out[w.filename] = BuildRecord({"error": f"unreadable build record {rec.name}"})
     return out
 
 
@@ -390,8 +391,8 @@ def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | 
 
 def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
     """The lock was made for this environment's platform and Python."""
-    tgt: Mapping[str, Any] = lock.tool.get("target", {})
-    markers: Mapping[str, str] = tgt.get("markers", {})
+    tgt = lock.tool.target
+    markers: Mapping[str, str] = tgt.markers if tgt is not None else {}
     problems = [
         f"{key}: lock has {markers[key]!r}, environment has {env.target.markers.get(key)!r}"
         for key in ("sys_platform", "platform_machine", "python_version")
@@ -405,7 +406,7 @@ def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
             problems.append(f"{pkg.filename} does not fit {env.target.description}")
     if problems:
         raise LockError(
-            f"{lock.path} was made for {tgt.get('description', 'another target')}, "
+            f"{lock.path} was made for {tgt.description if tgt else 'another target'}, "
             f"not for {env.python}",
             details=problems,
             hint="lock for this environment: `wh lock PROFILE --python PATH`",
@@ -415,12 +416,12 @@ def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
 def kept_installed(lock: lockmod.Lock, env: Environment) -> None:
     """The installed distributions the lock relies on (no wheel) are still there."""
     problems = []
-    for entry in lock.tool.get("kept-installed", []):
-        have = env.dists.get(canonicalize_name(entry["name"]))
-        if have is None or str(have.version) != entry["version"]:
+    for entry in lock.tool.kept_installed:
+        have = env.dists.get(canonicalize_name(entry.name))
+        if have is None or str(have.version) != entry.version:
             found = f"{have.version}" if have else "nothing"
             problems.append(
-                f"{entry['name']}: the lock keeps installed {entry['version']}, "
+                f"{entry.name}: the lock keeps installed {entry.version}, "
                 f"the environment has {found}"
             )
     if problems:
@@ -535,17 +536,17 @@ def _install_locked(
     refuse_breaking(
         env, {a.package.name: a.package.version for a in plan.changes}, frozenset(lock.packages)
     )
-    requested = backend_name or str(lock.tool.get("backend", "auto"))
+    requested = backend_name or lock.tool.backend
     backend, note = fit_interpreter(choose(requested), requested, env.python, env.startup_output)
     if note:
         hooks.status(note)
-    mode = link_mode or str(lock.tool.get("link-mode", "copy"))
+    mode = link_mode or lock.tool.link_mode
     # reliability: validate every wheel and refuse overwrites before anything changes
     digests = {a.package.wheel: a.package.sha256 for a in plan.changes}  # checked above
     layouts = safeguard.preflight(
         env,
         [a.package.wheel for a in plan.changes],
-        allow_overwrite=tuple(lock.tool.get("allow-overwrite", ())),
+        allow_overwrite=lock.tool.allow_overwrite,
         digests=digests,
     )
     from wh.wheel import portable
@@ -563,10 +564,10 @@ def _install_locked(
     }
     plan = balanced(plan, lock, weights, backend.threads)
     if dry_run:
-        checks = lock.tool.get("checks", {})
+        checks = lock.tool.checks
         labels = (
-            *(f"import {m}" for m in [*checks.get("imports", []), *asked.imports]),
-            *(s.get("description") or s["code"] for s in checks.get("snippets", [])),
+            *(f"import {m}" for m in [*checks.imports, *asked.imports]),
+            *(s.label for s in checks.snippets),
             *(d or c for c, d in asked.snippets),
         )
         return InstallResult(plan, env, [], True, lock, backend.name, mode, tuple(labels))
@@ -604,16 +605,13 @@ def verify_env(
     taken). With ``asked.checks == "warn"`` a failed import or snippet check is a warning."""
     asked = asked or Asked()
     env = after or probe(python)
-    checks = lock.tool.get("checks", {})
+    checks = lock.tool.checks
     findings = closure(env, lock)
     findings += whole_environment(env, lock, before)
     findings += protections(env, lock, before.dists if before else None)
     findings += guarded(env, asked.guards, before.dists if before else None)
-    snippets = [
-        *checks.get("snippets", []),
-        *({"code": c, "description": d} for c, d in asked.snippets),
-    ]
-    ran = run_checks(env, [*checks.get("imports", []), *asked.imports], snippets)
+    snippets = [*checks.snippets, *(Snippet(c, d) for c, d in asked.snippets)]
+    ran = run_checks(env, [*checks.imports, *asked.imports], snippets)
     if asked.checks == "warn":
         ran = [
             f if f.ok else Finding(True, "warning", f"{f.message} (--checks warn: kept)", f.advice)
@@ -653,15 +651,15 @@ def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
     """Warn when the profile's launch needs a capability no installed build provides."""
     from wh.kernels.advice import advice_for  # reads the shipped recipes only if needed
 
-    needs = list(lock.tool.get("needs", []))
+    needs = list(lock.tool.needs)
     if not needs:
         return []
     provided: set[str] = set()
     known = False
-    for rec in lock.tool.get("build-records", {}).values():
-        if "provides" in rec:
+    for rec in lock.tool.build_records.values():
+        if rec.provides is not None:
             known = True
-            provided.update(rec["provides"])
+            provided.update(rec.provides)
     out = []
     for need in needs:
         if known and need not in provided:
