@@ -4,17 +4,27 @@ typed (golden locks), and reading a lock then writing its table back gives the s
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import tomli_w
+import tomllib
+from packaging.utils import canonicalize_name
+from wh.errors import LockFormatError
+from wh.model import lockfile as lockmod
+from wh.model.toolwh import LoadCheck, OverrideUse, RequiredBy, Snippet, ToolWh
 
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
 
 GOLDEN = Path(__file__).parent / "golden"
+DEMO = Path(__file__).parent.parent / "demo"
 VERSION_MARK = "@WH_VERSION@"
 
 
@@ -115,8 +125,13 @@ def expected(case: str) -> bytes:
     body = (
         (GOLDEN / f"{case}.toml").read_bytes().replace(VERSION_MARK.encode(), __version__.encode())
     )
-    digest = hashlib.sha256(_blank_digest(body)).hexdigest()
-    return body.replace(b'digest = "sha256:"', f'digest = "sha256:{digest}"'.encode(), 1)
+    return _sealed(body)
+
+
+def _sealed(blanked: bytes) -> bytes:
+    """Lock bytes with a blank digest, the digest filled in as wh computes it."""
+    digest = hashlib.sha256(blanked).hexdigest()
+    return blanked.replace(b'digest = "sha256:"', f'digest = "sha256:{digest}"'.encode(), 1)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -124,6 +139,150 @@ def test_lock_bytes_are_the_golden_ones(tmp_path: Path, case: str) -> None:
     """The goldens were written by wh before [tool.wh] was typed (python -m tests.test_toolwh
     tests/golden, on that commit): the same input gives the same bytes, digest included."""
     assert produce(tmp_path, case) == expected(case)
+
+
+def _rewritten(data: bytes, path: Path) -> bytes:
+    """The lock read into values, its [tool.wh] and required-by edges written back from them."""
+    lock = lockmod.parse(data, path)
+    doc = tomllib.loads(data.decode("utf-8"))
+    doc["tool"]["wh"] = lock.tool.to_toml()
+    for raw in doc["packages"]:
+        edges = lock.packages[canonicalize_name(raw["name"])].required_by
+        raw["tool"]["wh"]["required-by"] = [e.to_toml() for e in edges]
+    return tomli_w.dumps(doc).encode()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_golden_locks_read_and_write_back_to_their_bytes(tmp_path: Path, case: str) -> None:
+    data = expected(case)
+    path = tmp_path / "lockfiles" / "pylock.toml"
+    assert _rewritten(data, path) == data
+    tool = lockmod.parse(data, path).tool
+    assert tool.format == 1 and b"format" not in data  # format 1 is implied, not written
+    assert ToolWh.from_toml(tool.to_toml()) == tool
+
+
+def test_the_fields_read_from_a_golden_lock() -> None:
+    lock = lockmod.parse(expected("ocr-win"), Path("lockfiles/pylock.toml"))
+    tool = lock.tool
+    assert tool.profile == lock.profile == "unlimited-ocr"
+    assert tool.target is not None and tool.target.platform == "win_amd64"
+    assert tool.target.markers["sys_platform"] == "win32"
+    assert tool.install_order == lock.levels and tool.install_order[-1] == ("sglang",)
+    (torch,) = tool.protections
+    assert (torch.name, torch.version, torch.record_sha256) == ("torch", "2.9.1+cu130", None)
+    assert [e.parent for e in torch.required_by] == ["flashinfer-python", "sglang", "sglang-kernel"]
+    assert tool.overrides_applied[-1] == OverrideUse(
+        "sglang 0.5.10", "sglang-kernel==0.4.1", "sglang-kernel==0.4.3", tool.overrides[1].reason
+    )
+    assert [(d.name, d.marker) for d in tool.drops] == [
+        ("torch-memory-saver", 'sys_platform == "win32"'),
+        ("uvloop", 'sys_platform == "win32"'),
+    ]
+    assert tool.drops_applied[0].by == "sglang 0.5.10"
+    assert tool.checks.imports == ("sgl_kernel", "sglang")
+    assert tool.checks.snippets[0].label == "CUDA is available to torch"
+    (record,) = tool.build_records.values()
+    assert record.provides == ("flash_ops",) and record.torch == ("2.9.1+cu130", "13.0")
+    assert record.recipe_name == "sgl-kernel"
+    assert tool.load_check == LoadCheck(checked=True, platform="windows x86_64")
+    edges = lock.packages[canonicalize_name("sglang-kernel")].required_by
+    assert edges == (
+        RequiredBy("sglang-kernel==0.4.3"),
+        RequiredBy(
+            "sglang-kernel==0.4.3",
+            canonicalize_name("sglang"),
+            "0.5.10",
+            (),
+            "sglang-kernel==0.4.1",
+        ),
+    )
+    fleet = lockmod.parse(expected("fleet-linux"), Path("lockfiles/pylock.toml")).tool
+    assert fleet.index_url == "http://10.0.0.1:8000/simple/"
+    assert fleet.load_check == LoadCheck(checked=False, skipped="pure Python")
+    assert fleet.checks.snippets == (Snippet("import lib"),)
+    assert fleet.build_records == {} and fleet.allow_overwrite == ("speedup",)
+
+
+def test_required_by_edges_keep_their_text() -> None:
+    for pair in (
+        ["profile", "lib[fast]==1.4.1"],
+        ["app 1.2.0", "lib==1.4.1 (by override of lib>=1)"],
+        ["torch[cuda,dev] 2.9.1+cu130", "triton>=3"],
+    ):
+        assert RequiredBy.from_toml(pair).to_toml() == pair
+    edge = RequiredBy.from_toml(["torch[cuda,dev] 2.9.1+cu130", "triton>=3"])
+    assert (edge.parent, edge.parent_version, edge.parent_extras) == (
+        "torch",
+        "2.9.1+cu130",
+        ("cuda", "dev"),
+    )
+    assert edge.describe() == "torch[cuda,dev] 2.9.1+cu130 requires triton>=3"
+    root = RequiredBy.from_toml(["profile", "lib[fast]==1.4.1"])
+    assert root.parent is None and root.requirement == "lib[fast]==1.4.1"
+
+
+def _with_format(data: bytes, line: bytes) -> bytes:
+    return _sealed(_blank_digest(data).replace(b"[tool.wh]\n", b"[tool.wh]\n" + line + b"\n", 1))
+
+
+def test_a_lock_of_a_newer_format_is_refused_and_format_1_reads_the_same() -> None:
+    path = Path("lockfiles/pylock.toml")
+    plain = lockmod.parse(expected("fleet-linux"), path)
+    explicit = lockmod.parse(_with_format(expected("fleet-linux"), b"format = 1"), path)
+    assert explicit.packages == plain.packages  # the same lock but for its digest
+    assert replace(explicit.tool, digest="") == replace(plain.tool, digest="")
+    with pytest.raises(LockFormatError) as caught:
+        lockmod.parse(_with_format(expected("fleet-linux"), b"format = 2"), path)
+    err = caught.value
+    assert err.exit_code == 5
+    assert err.message == (
+        f"{path}: [tool.wh] format 2 is not one this wh reads (it reads formats 1 to 1)"
+    )
+    assert err.to_json()["fields"] == {"path": str(path), "format": "2", "supported": 1}
+    later = ToolWh(profile="p", format=2).to_toml()
+    assert list(later)[:2] == ["format", "profile"] and "format" not in ToolWh().to_toml()
+
+
+def test_a_malformed_tool_table_is_refused_with_the_lock_named() -> None:
+    path = Path("lockfiles/pylock.toml")
+    broken = _blank_digest(expected("fleet-linux")).replace(
+        b"protections = []", b"protections = [1]"
+    )
+    digest = hashlib.sha256(broken).hexdigest()
+    broken = broken.replace(b'digest = "sha256:"', f'digest = "sha256:{digest}"'.encode(), 1)
+    with pytest.raises(LockFormatError, match=r"\[tool.wh\] is malformed"):
+        lockmod.parse(broken, path)
+
+
+def test_a_lock_written_for_a_live_target_reads_back_to_its_bytes(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    """The demo: `wh lock ocr-demo` against a venv that has the +cu130 demo-torch (a live
+    target: protections carry the RECORD digest; checks, overrides, extra requirements)."""
+    spec = importlib.util.spec_from_file_location("demo_run", DEMO / "run.py")
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    house, pre = tmp_path / "wheelhouse", tmp_path / "pre"
+    for src in sorted((DEMO / "packages").iterdir()):
+        demo.build_wheel(src, pre if src.name == demo.PREINSTALLED else house)
+    python = new_venv(sorted(pre.glob("*.whl")))
+    path = tmp_path / "pylock.ocr-demo.toml"
+    r = run_wh(
+        "lock", "ocr-demo", "-c", DEMO / "wh.toml", "--wheelhouse", house,
+        "--python", python, "--lockfile", path,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    data = path.read_bytes()
+    assert _rewritten(data, path) == data
+    tool = lockmod.read(path).tool
+    (torch,) = tool.protections
+    assert torch.name == "demo-torch" and torch.version == "2.9.1+cu130"
+    assert torch.record_sha256 and len(torch.record_sha256) == 64
+    assert tool.target is not None and tool.target.platform is None
+    assert "platform_release" not in tool.target.markers
+    assert [e.requirement for e in tool.extra_requirements] == ["demo-kernels-hub==0.11.7"]
 
 
 if __name__ == "__main__":  # regenerate the goldens: python -m tests.test_toolwh OUT_DIR

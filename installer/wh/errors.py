@@ -193,6 +193,76 @@ class LockFormatError(LockError):
         return out
 
 
+class LockWheelsError(LockError):
+    """Wheels a lock names are missing, or differ in size or sha256 (``problems``: one line
+    per wheel); ``downloaded`` True where they could not be had from the lock's index."""
+
+    def __init__(self, path: Path, problems: Sequence[str], *, downloaded: bool = False) -> None:
+        self.path = path
+        self.problems = tuple(problems)
+        self.downloaded = downloaded
+        n = len(self.problems)
+        if downloaded:
+            message = f"{n} wheel(s) of {path} could not be downloaded; nothing was installed"
+            hint = (
+                "check that the index serves the wheelhouse the lock was made from "
+                "(`wh index`, then serve the folder), then run the install again"
+            )
+        else:
+            message = f"{n} wheel(s) named by {path} do not match it; nothing was installed"
+            hint = "restore the exact wheels the lock names, or re-lock with `wh lock`"
+        super().__init__(message, details=self.problems, hint=hint)
+
+    def fields(self) -> dict[str, object]:
+        return {
+            "path": str(self.path),
+            "problems": list(self.problems),
+            "downloaded": self.downloaded,
+        }
+
+
+class LockTargetError(LockError):
+    """The lock was made for another platform or Python than the environment's
+    (``made_for`` is the lock's target description, ``problems`` each difference)."""
+
+    def __init__(
+        self, path: Path, made_for: str | None, python: Path, problems: Sequence[str]
+    ) -> None:
+        self.path = path
+        self.made_for = made_for
+        self.python = python
+        self.problems = tuple(problems)
+        super().__init__(
+            f"{path} was made for {made_for or 'another target'}, not for {python}",
+            details=self.problems,
+            hint="lock for this environment: `wh lock PROFILE --python PATH`",
+        )
+
+    def fields(self) -> dict[str, object]:
+        return {
+            "path": str(self.path),
+            "made_for": self.made_for,
+            "python": str(self.python),
+            "problems": list(self.problems),
+        }
+
+
+class LockKeptError(LockError):
+    """Installed distributions the lock keeps (no wheel) changed since it was made."""
+
+    def __init__(self, path: Path, problems: Sequence[str]) -> None:
+        self.path = path
+        self.problems = tuple(problems)
+        super().__init__(
+            f"{path} relies on installed distributions that changed; nothing was installed",
+            details=self.problems,
+            hint="re-lock for this environment with `wh lock PROFILE --python PATH`",
+        )
+
+    def fields(self) -> dict[str, object]:
+        return {"path": str(self.path), "problems": list(self.problems)}
+
+
 class NotInLockError(LockError):
     """`wh why` was asked about a package the lock does not have."""
 

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from wh.errors import LockError, WheelhouseError
+from wh.errors import LockWheelsError, WheelhouseError
 from wh.model.lockfile import Lock, LockedPackage, package_list
 
 
@@ -75,11 +75,5 @@ def download_locked(lock: Lock, status: Callable[[str], None]) -> list[str]:
         list(pool.map(one, sorted(todo, key=lambda p: -p.size)))
     problems.sort()
     if problems:
-        raise LockError(
-            f"{len(problems)} wheel(s) of {lock.path} could not be downloaded; nothing was "
-            "installed",
-            details=problems,
-            hint="check that the index serves the wheelhouse the lock was made from "
-            "(`wh index`, then serve the folder), then run the install again",
-        )
+        raise LockWheelsError(lock.path, problems, downloaded=True)
     return sorted(done)

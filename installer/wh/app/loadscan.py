@@ -53,6 +53,11 @@ class LoadCheckError(LockError):
             "(both are recorded in the lock)",
         )
         self.problems = tuple(problems)
+        self.platform = platform
+        self.packages = tuple(packages)
+
+    def fields(self) -> dict[str, object]:
+        return {"platform": self.platform, "packages": list(self.packages)}
 
     def to_json(self) -> dict[str, object]:
         return {**super().to_json(), "problems": [p.to_json() for p in self.problems]}

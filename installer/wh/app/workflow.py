@@ -17,7 +17,9 @@ from wh.app.hooks import Hooks, TargetSpec
 from wh.app.verify import Finding, closure, guarded, protections, run_checks, whole_environment
 from wh.env.environment import Environment, probe, venv_prefix
 from wh.errors import (
-    LockError,
+    LockKeptError,
+    LockTargetError,
+    LockWheelsError,
     ProfileError,
     ProtectionError,
     TargetError,
@@ -381,11 +383,7 @@ def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | 
                 f"{pkg.filename}: sha256 {digests[pkg.wheel]}, the lock says {pkg.sha256}"
             )
     if problems:
-        raise LockError(
-            f"{len(problems)} wheel(s) named by {lock.path} do not match it; nothing was installed",
-            details=problems,
-            hint="restore the exact wheels the lock names, or re-lock with `wh lock`",
-        )
+        raise LockWheelsError(lock.path, problems)
     return held
 
 
@@ -405,12 +403,7 @@ def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
         if env.target.wheel_rank(tags) is None:
             problems.append(f"{pkg.filename} does not fit {env.target.description}")
     if problems:
-        raise LockError(
-            f"{lock.path} was made for {tgt.description if tgt else 'another target'}, "
-            f"not for {env.python}",
-            details=problems,
-            hint="lock for this environment: `wh lock PROFILE --python PATH`",
-        )
+        raise LockTargetError(lock.path, tgt.description if tgt else None, env.python, problems)
 
 
 def kept_installed(lock: lockmod.Lock, env: Environment) -> None:
@@ -425,11 +418,7 @@ def kept_installed(lock: lockmod.Lock, env: Environment) -> None:
                 f"the environment has {found}"
             )
     if problems:
-        raise LockError(
-            f"{lock.path} relies on installed distributions that changed; nothing was installed",
-            details=problems,
-            hint="re-lock for this environment with `wh lock PROFILE --python PATH`",
-        )
+        raise LockKeptError(lock.path, problems)
 
 
 @dataclass
