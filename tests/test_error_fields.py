@@ -17,6 +17,7 @@ from wh.errors import (
     LockTargetError,
     LockWheelsError,
     NotInLockError,
+    ProtectedChangeError,
     WhError,
 )
 from wh.model import lockfile as lockmod
@@ -153,3 +154,27 @@ def test_the_cli_prints_the_fields_of_a_missing_lock(tmp_path: Path) -> None:
     out = json.loads(r.stdout)
     assert out["message"] == f"lock {lock} does not exist"
     assert out["fields"] == {"path": str(lock)}
+
+
+def test_a_refused_plan_names_each_protected_distribution() -> None:
+    python = Path("/v/bin/python")
+    missing = ProtectedChangeError(
+        python, [("torch", "protected torch 2.9.1 is not installed", True)]
+    )
+    assert missing.exit_code == 6
+    assert missing.message == (
+        "the plan would change a protected distribution; nothing was installed"
+    )
+    assert missing.details == ("protected torch 2.9.1 is not installed",)
+    assert missing.hint.startswith(
+        f"the lock keeps torch as installed and carries no wheel of it: install that exact "
+        f"build into {python} first"
+    )
+    assert missing.to_json()["fields"] == {
+        "python": str(python),
+        "refusals": [
+            {"name": "torch", "reason": "protected torch 2.9.1 is not installed", "missing": True}
+        ],
+    }
+    replaced = ProtectedChangeError(python, [("torch", "would replace torch", False)])
+    assert replaced.hint.startswith("protected distributions are never replaced")

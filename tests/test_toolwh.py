@@ -18,7 +18,15 @@ import tomllib
 from packaging.utils import canonicalize_name
 from wh.errors import LockFormatError
 from wh.model import lockfile as lockmod
-from wh.model.toolwh import LoadCheck, OverrideUse, RequiredBy, Snippet, ToolWh
+from wh.model.toolwh import (
+    Checks,
+    LoadCheck,
+    LockedProtection,
+    OverrideUse,
+    RequiredBy,
+    Snippet,
+    ToolWh,
+)
 
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
@@ -220,6 +228,29 @@ def test_required_by_edges_keep_their_text() -> None:
     assert edge.describe() == "torch[cuda,dev] 2.9.1+cu130 requires triton>=3"
     root = RequiredBy.from_toml(["profile", "lib[fast]==1.4.1"])
     assert root.parent is None and root.requirement == "lib[fast]==1.4.1"
+
+
+def test_a_table_without_the_later_keys_reads_as_their_defaults() -> None:
+    """A lock written before a key existed (no drops, load check, kept installs...) reads
+    as it did when each consumer looked the key up with its default."""
+    old = {
+        "profile": "p",
+        "target": {"description": "d", "python-version": "3.12.0", "markers": {}},
+        "roots": ["a"],
+        "install-order": [["a"]],
+        "protections": [{"name": "Torch", "version": "2.9.1"}],
+        "digest": "sha256:",
+    }
+    tool = ToolWh.from_toml(old)
+    assert (tool.link_mode, tool.backend, tool.load_check, tool.index_url) == (
+        "copy",
+        "auto",
+        None,
+        None,
+    )
+    assert tool.drops == () and tool.kept_installed == () and tool.checks == Checks()
+    assert tool.protections == (LockedProtection(canonicalize_name("torch"), "2.9.1"),)
+    assert tool.build_records == {} and tool.needs == () and tool.format == 1
 
 
 def _with_format(data: bytes, line: bytes) -> bytes:

@@ -285,6 +285,40 @@ class ProtectionError(WhError):
     kind = "protection"
 
 
+class ProtectedChangeError(ProtectionError):
+    """The plan against ``python``'s environment would change protected distributions:
+    ``refusals`` holds (name, reason, missing) for each, ``missing`` True where the lock
+    keeps it as installed and the environment lacks it."""
+
+    def __init__(self, python: Path, refusals: Sequence[tuple[str, str, bool]]) -> None:
+        self.python = python
+        self.refusals = tuple(refusals)
+        if all(missing for _n, _r, missing in self.refusals):
+            names = ", ".join(n for n, _r, _m in self.refusals)
+            hint = (
+                f"the lock keeps {names} as installed and carries no wheel of it: install that "
+                f"exact build into {python} first, or lock (bundle) from a wheelhouse that "
+                "holds its wheel with `--protect NAME==VERSION`, which then installs it"
+            )
+        else:
+            hint = (
+                "protected distributions are never replaced: re-lock with the protection "
+                "(`wh lock PROFILE --protect NAME`) so the resolver keeps the installed build, "
+                "or protect the exact build the lock carries (`--protect NAME==VERSION`)"
+            )
+        super().__init__(
+            "the plan would change a protected distribution; nothing was installed",
+            details=[reason for _n, reason, _m in self.refusals],
+            hint=hint,
+        )
+
+    def fields(self) -> dict[str, object]:
+        return {
+            "python": str(self.python),
+            "refusals": [{"name": n, "reason": r, "missing": m} for n, r, m in self.refusals],
+        }
+
+
 class InstallError(WhError):
     """The installer backend failed; the environment was restored."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +21,7 @@ from wh.errors import (
     LockTargetError,
     LockWheelsError,
     ProfileError,
+    ProtectedChangeError,
     ProtectionError,
     TargetError,
     VerifyError,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from wh.install.fingerprint import Fingerprint
     from wh.model.candidates import Pinned
     from wh.model.loadoptions import LoadOptions
-    from wh.model.plan import Plan, Refusal
+    from wh.model.plan import Plan
     from wh.model.profile import Profile, Protection
     from wh.model.resolution import Resolution
 
@@ -111,23 +112,6 @@ def _exact_build(p: Protection, wheelhouse: Wheelhouse) -> Pinned | None:
     if not same:
         return None
     return Pinned(p.name, p.version, same[0].requires_dist, p.reason)
-
-
-def _refusal_hint(refusals: Sequence[Refusal], env: Environment) -> str:
-    """What can work: a protected build the lock lacks must be installed first; a
-    replacement is avoided by re-locking with the protection."""
-    if all(r.missing for r in refusals):
-        names = ", ".join(r.name for r in refusals)
-        return (
-            f"the lock keeps {names} as installed and carries no wheel of it: install that "
-            f"exact build into {env.python} first, or lock (bundle) from a wheelhouse that holds "
-            "its wheel with `--protect NAME==VERSION`, which then installs it"
-        )
-    return (
-        "protected distributions are never replaced: re-lock with the protection "
-        "(`wh lock PROFILE --protect NAME`) so the resolver keeps the installed build, "
-        "or protect the exact build the lock carries (`--protect NAME==VERSION`)"
-    )
 
 
 def do_lock(
@@ -517,10 +501,8 @@ def _install_locked(
     journal.fault_point("hashed")
     plan = make_plan(lock, env.dists, protected=asked.guards, reinstall=reinstall)
     if plan.refusals:
-        raise ProtectionError(
-            "the plan would change a protected distribution; nothing was installed",
-            details=[r.reason for r in plan.refusals],
-            hint=_refusal_hint(plan.refusals, env),
+        raise ProtectedChangeError(
+            env.python, [(r.name, r.reason, r.missing) for r in plan.refusals]
         )
     refuse_breaking(
         env, {a.package.name: a.package.version for a in plan.changes}, frozenset(lock.packages)
