@@ -14,9 +14,9 @@ from wh.errors import ResolutionError
 from wh.model.candidates import Pinned
 from wh.model.overrides import Applied
 from wh.model.profile import Override
+from wh.model.requiredby import RequiredBy
 from wh.model.resolution import Resolution
 from wh.model.target import Target, declared
-from wh.model.toolwh import RequiredBy
 from wh.model.wheel import Wheel
 from wh.resolve.resolver import install_levels, resolve
 from wh.wheelhouse.scan import scan

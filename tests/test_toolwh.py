@@ -18,12 +18,12 @@ import tomllib
 from packaging.utils import canonicalize_name
 from wh.errors import LockFormatError
 from wh.model import lockfile as lockmod
+from wh.model.requiredby import RequiredBy
 from wh.model.toolwh import (
     Checks,
     LoadCheck,
     LockedProtection,
     OverrideUse,
-    RequiredBy,
     Snippet,
     ToolWh,
 )

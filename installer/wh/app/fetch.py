@@ -29,9 +29,9 @@ from wh.errors import ProfileError, ResolutionError, WheelhouseError
 from wh.model.candidates import CandidateIndex, Pinned
 from wh.model.overrides import Dropped
 from wh.model.profile import Drop, Profile
+from wh.model.requiredby import RequiredBy
 from wh.model.resolution import Resolution
 from wh.model.target import Target
-from wh.model.toolwh import RequiredBy
 from wh.model.wheel import Wheel
 from wh.resolve.resolver import resolve
 from wh.wheelhouse.scan import Wheelhouse, known_digests, remember_digests, scan

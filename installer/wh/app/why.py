@@ -13,8 +13,8 @@ from packaging.version import Version
 from wh.errors import NotInLockError
 from wh.model.candidates import CandidateIndex
 from wh.model.lockfile import Lock
+from wh.model.requiredby import RequiredBy
 from wh.model.target import Target
-from wh.model.toolwh import RequiredBy
 from wh.model.wheel import Wheel
 
 

@@ -27,6 +27,7 @@ from wh.errors import (
     LockMissingError,
     LockSyntaxError,
 )
+from wh.model.requiredby import RequiredBy
 from wh.model.target import Target
 from wh.model.toolwh import (
     FORMAT,
@@ -40,7 +41,6 @@ from wh.model.toolwh import (
     LockedProtection,
     LockTarget,
     OverrideUse,
-    RequiredBy,
     Snippet,
     ToolWh,
 )

@@ -10,7 +10,7 @@ from packaging.utils import NormalizedName
 from wh.model.candidates import Candidate, Pinned, Rejected
 from wh.model.overrides import Applied, Dropped
 from wh.model.profile import Drop, Override
-from wh.model.toolwh import RequiredBy
+from wh.model.requiredby import RequiredBy
 
 
 @dataclass(frozen=True)

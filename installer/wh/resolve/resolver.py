@@ -19,10 +19,10 @@ from wh.errors import ResolutionError
 from wh.model.candidates import Candidate, CandidateIndex, Pinned
 from wh.model.overrides import Applied, Dropped, apply_override, drop_applies
 from wh.model.profile import Drop, Override
+from wh.model.requiredby import RequiredBy, sorted_edges
 from wh.model.resolution import Chosen, Resolution
 from wh.model.schedule import order_graph
 from wh.model.target import Target
-from wh.model.toolwh import RequiredBy, sorted_edges
 from wh.model.wheel import Wheel
 
 PRERELEASE_POLICIES = ("if-necessary-or-explicit", "allow", "disallow")
