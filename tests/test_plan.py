@@ -9,6 +9,7 @@ from packaging.version import Version
 from wh.model.installed import InstalledDist
 from wh.model.lockfile import Lock, LockedPackage
 from wh.model.plan import balanced, make_plan
+from wh.model.toolwh import Because, LockedProtection, ToolWh
 
 
 def pkg(name: str, version: str, *deps: str) -> LockedPackage:
@@ -35,7 +36,7 @@ def lock(levels: list[list[str]], packages: list[LockedPackage], protections=())
         profile="p",
         packages={p.name: p for p in packages},
         levels=tuple(tuple(NormalizedName(n) for n in level) for level in levels),
-        tool={"protections": list(protections)},
+        tool=ToolWh(protections=tuple(protections)),
     )
 
 
@@ -54,7 +55,7 @@ def test_actions_and_batches_follow_the_levels() -> None:
 
 
 def test_reinstall_spares_protected_names() -> None:
-    prot = [{"name": "torch", "version": "2.9.1+cu130", "reason": "cuda"}]
+    prot = [LockedProtection(NormalizedName("torch"), "2.9.1+cu130", "cuda")]
     lk = lock([["torch", "a"]], [pkg("torch", "2.9.1+cu130"), pkg("a", "1")], prot)
     env = {"torch": dist("torch", "2.9.1+cu130"), "a": dist("a", "1")}
     plan = make_plan(lk, env, reinstall=True)  # type: ignore[arg-type]
@@ -63,7 +64,7 @@ def test_reinstall_spares_protected_names() -> None:
 
 
 def test_protected_replacement_is_refused() -> None:
-    prot = [{"name": "torch", "version": "2.9.1+cu130", "reason": "cuda"}]
+    prot = [LockedProtection(NormalizedName("torch"), "2.9.1+cu130", "cuda")]
     lk = lock([["torch"]], [pkg("torch", "2.10.0")], prot)
     plan = make_plan(lk, {"torch": dist("torch", "2.9.1+cu130")})  # type: ignore[dict-item]
     assert [r.reason for r in plan.refusals] == [
@@ -73,7 +74,7 @@ def test_protected_replacement_is_refused() -> None:
 
 
 def test_protected_record_change_is_refused() -> None:
-    prot = [{"name": "torch", "version": "2.9.1+cu130", "record-sha256": "before"}]
+    prot = [LockedProtection(NormalizedName("torch"), "2.9.1+cu130", record_sha256="before")]
     plan = make_plan(lock([], [], prot), {"torch": dist("torch", "2.9.1+cu130")})  # type: ignore[dict-item]
     assert "has changed files since it was locked" in plan.refusals[0].reason
 
@@ -131,10 +132,10 @@ def test_balanced_keeps_an_extra_requirement_before_the_other_roots() -> None:
         lk.profile,
         lk.packages,
         lk.levels,
-        {
-            "roots": ["sglang", "kernels==0.11.7"],
-            "extra-requirements": [{"requirement": "kernels==0.11.7", "reason": "r"}],
-        },
+        ToolWh(
+            roots=("sglang", "kernels==0.11.7"),
+            extra_requirements=(Because("kernels==0.11.7", "r"),),
+        ),
     )
     kept = balanced(make_plan(said, {}), said, weights, threads=2)
     assert [[a.package.name for a in b] for b in kept.batches] == [

@@ -14,6 +14,7 @@ from wh.errors import ResolutionError
 from wh.model.candidates import Pinned
 from wh.model.overrides import Applied
 from wh.model.profile import Override
+from wh.model.requiredby import RequiredBy
 from wh.model.resolution import Resolution
 from wh.model.target import Target, declared
 from wh.model.wheel import Wheel
@@ -95,7 +96,13 @@ def test_override_applies_to_a_transitive_dependency_and_is_recorded(house: Hous
     )
     assert res.unused_overrides == ()
     (by,) = res.packages[canonicalize_name("sglang-kernel")].required_by
-    assert by == ("sglang 0.5.10", "sglang-kernel==0.4.3 (by override of sglang-kernel==0.4.1)")
+    assert by == RequiredBy(
+        "sglang-kernel==0.4.3", canonicalize_name("sglang"), "0.5.10", (), "sglang-kernel==0.4.1"
+    )
+    assert by.to_toml() == [
+        "sglang 0.5.10",
+        "sglang-kernel==0.4.3 (by override of sglang-kernel==0.4.1)",
+    ]
 
 
 def test_unused_overrides_are_reported(house: House) -> None:

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from wh.errors import LockError, WheelhouseError
+from wh.errors import LockWheelsError, WheelhouseError
 from wh.model.lockfile import Lock, LockedPackage, package_list
 
 
@@ -19,16 +19,16 @@ def requirements_text(lock: Lock) -> str:
     tool = lock.tool
     lines = [
         f"# wh export of {lock.path.name}: profile {lock.profile}, target "
-        f"{tool.get('target', {}).get('description', '?')}",
+        f"{tool.target.description if tool.target else '?'}",
         "# install with: pip install --no-deps --require-hashes -r THIS_FILE "
         "--index-url http://HOST/simple/",
     ]
-    for a in tool.get("overrides-applied", []):
-        lines.append(f"# override: {a['by']}: {a['original']} -> {a['replacement']}")
-    for d in tool.get("drops-applied", []):
-        lines.append(f"# dropped: {d['by']}: {d['requirement']}")
-    for p in tool.get("protections", []):
-        lines.append(f"# protected, not listed: {p['name']} {p['version']} (kept as installed)")
+    for a in tool.overrides_applied:
+        lines.append(f"# override: {a.by}: {a.original} -> {a.replacement}")
+    for d in tool.drops_applied:
+        lines.append(f"# dropped: {d.by}: {d.requirement}")
+    for p in tool.protections:
+        lines.append(f"# protected, not listed: {p.name} {p.version} (kept as installed)")
     for pkg in ordered(lock):
         lines.append(f"{pkg.name}=={pkg.version} --hash=sha256:{pkg.sha256}")
     return "\n".join(lines) + "\n"
@@ -52,7 +52,7 @@ def download_locked(lock: Lock, status: Callable[[str], None]) -> list[str]:
     ]
     if not todo:
         return []
-    status(f"downloading {len(todo)} locked wheel(s) from {lock.tool.get('index-url', '?')}")
+    status(f"downloading {len(todo)} locked wheel(s) from {lock.tool.index_url or '?'}")
     http = Http()
     problems: list[str] = []
     done: list[str] = []
@@ -75,11 +75,5 @@ def download_locked(lock: Lock, status: Callable[[str], None]) -> list[str]:
         list(pool.map(one, sorted(todo, key=lambda p: -p.size)))
     problems.sort()
     if problems:
-        raise LockError(
-            f"{len(problems)} wheel(s) of {lock.path} could not be downloaded; nothing was "
-            "installed",
-            details=problems,
-            hint="check that the index serves the wheelhouse the lock was made from "
-            "(`wh index`, then serve the folder), then run the install again",
-        )
+        raise LockWheelsError(lock.path, problems, downloaded=True)
     return sorted(done)

@@ -29,6 +29,7 @@ from wh.errors import ProfileError, ResolutionError, WheelhouseError
 from wh.model.candidates import CandidateIndex, Pinned
 from wh.model.overrides import Dropped
 from wh.model.profile import Drop, Profile
+from wh.model.requiredby import RequiredBy
 from wh.model.resolution import Resolution
 from wh.model.target import Target
 from wh.model.wheel import Wheel
@@ -119,14 +120,14 @@ def platform_marker(target: Target) -> str:
 
 def explain_missing(
     name: NormalizedName,
-    wanted: Sequence[tuple[str, str]],
+    wanted: Sequence[RequiredBy],
     files: Sequence[RemoteFile],
     index: str,
     target: Target,
 ) -> Missing:
     """Why ``name`` cannot be had for ``target``, with the advice that fits it."""
-    texts = sorted({t for _p, t in wanted})
-    parents = tuple(sorted({p for p, _t in wanted}))
+    texts = sorted({e.text for e in wanted})
+    parents = tuple(sorted({e.parent_text for e in wanted}))
     wheels = [f for f in files if f.filename.endswith(".whl") and not f.yanked]
     fitting: list[Version] = []
     for f in wheels:

@@ -13,13 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from packaging.utils import NormalizedName, canonicalize_name
+from packaging.utils import NormalizedName
 
 from wh.app.loadcheck import BuiltAgainst, LoadProblem, LoadReport, Unit, check
 from wh.cache.stamps import write_json
 from wh.env.platformlibs import Platform, for_target, live
 from wh.errors import LockError
 from wh.model.loadoptions import LoadOptions
+from wh.model.toolwh import AllowedMissing, BuildRecord, LoadCheck
 from wh.settings import cache_dir
 from wh.wheel import natives as nat
 from wh.wheel import record
@@ -53,6 +54,11 @@ class LoadCheckError(LockError):
             "(both are recorded in the lock)",
         )
         self.problems = tuple(problems)
+        self.platform = platform
+        self.packages = tuple(packages)
+
+    def fields(self) -> dict[str, object]:
+        return {"platform": self.platform, "packages": list(self.packages)}
 
     def to_json(self) -> dict[str, object]:
         return {**super().to_json(), "problems": [p.to_json() for p in self.problems]}
@@ -132,15 +138,11 @@ def _installed_unit(dist: InstalledDist, origin: str) -> Unit:
     return Unit(dist.name, str(dist.version), origin, nat.Natives(libs, ()), dist.requires)
 
 
-def _built(built: Mapping[str, Any] | None) -> BuiltAgainst | None:
-    if not built:
+def _built(record: BuildRecord | None) -> BuiltAgainst | None:
+    torch = record.torch if record is not None else None
+    if record is None or torch is None:
         return None
-    torch = built.get("torch")
-    if not isinstance(torch, Mapping) or not torch.get("version"):
-        return None
-    recipe = built.get("recipe", {})
-    name = str(recipe.get("name", "")) if isinstance(recipe, Mapping) else ""
-    return BuiltAgainst(str(torch["version"]), str(torch.get("cuda", "")), name)
+    return BuiltAgainst(torch[0], torch[1], record.recipe_name)
 
 
 def platform_for(target: Target, env: Environment | None) -> Platform:
@@ -157,7 +159,7 @@ def lock_check(
     env: Environment | None,
     wheels: Sequence[Wheel],
     digests: Mapping[Path, str],
-    records: Mapping[str, Mapping[str, Any]],
+    records: Mapping[str, BuildRecord],
     options: LoadOptions,
 ) -> LoadReport | None:
     """Check the resolution; raise ``LoadCheckError`` with every problem. None: skipped."""
@@ -219,24 +221,23 @@ def lock_check(
     return report
 
 
-def lock_record(report: LoadReport | None, options: LoadOptions) -> dict[str, Any]:
+def lock_record(report: LoadReport | None, options: LoadOptions) -> LoadCheck:
     """What ``[tool.wh] load-check`` of the lock says."""
     if report is None:
-        return {"checked": False, "skipped": options.skip or ""}
-    data = report.to_json()
-    return {
-        "checked": True,
-        "platform": data["platform"],
-        "binaries": data["binaries"],
-        "needs-met": data["needs-met"],
-        "allowed-missing": data["allowed-missing"],
-        "warnings": data["warnings"],
-    }
+        return LoadCheck(checked=False, skipped=options.skip or "")
+    return LoadCheck(
+        checked=True,
+        platform=report.platform,
+        binaries=report.binaries,
+        needs_met=len(report.met),
+        allowed_missing=tuple(AllowedMissing(lib, why, by) for lib, why, by in report.allowed),
+        warnings=tuple(report.warnings),
+    )
 
 
 def summary(report: LoadReport | None, options: LoadOptions) -> dict[str, Any]:
     """What ``wh lock --json`` reports: the lock's record and every need with its provider."""
-    out = lock_record(report, options)
+    out = lock_record(report, options).to_toml()
     if report is not None:
         out["needs"] = [m.to_json() for m in report.met]
     return out
@@ -249,7 +250,7 @@ def installed_check(lock: Lock, env: Environment) -> LoadReport:
     """Check the environment's installed files of every locked package (read from disk),
     against everything installed there and the live loader."""
     units: list[Unit] = []
-    records = lock.tool.get("build-records", {})
+    records = lock.tool.build_records
     by_file = {pkg.name: pkg.filename for pkg in lock.packages.values()}
     for name, dist in sorted(env.dists.items()):
         if name in lock.packages and dist.dist_info is not None:
@@ -259,19 +260,21 @@ def installed_check(lock: Lock, env: Environment) -> LoadReport:
             units.append(Unit(name, str(dist.version), "locked", found, dist.requires, built))
         else:
             units.append(_installed_unit(dist, "kept"))
-    allow = {
-        e["library"]: e["reason"]
-        for e in lock.tool.get("load-check", {}).get("allowed-missing", [])
-    }
-    return check(units, platform_for(env.target, env), allow)
+    return check(units, platform_for(env.target, env), _allowed(lock))
+
+
+def _allowed(lock: Lock) -> dict[str, str]:
+    """The libraries the lock allows missing, with why."""
+    recorded = lock.tool.load_check
+    return {e.library: e.reason for e in recorded.allowed_missing} if recorded else {}
 
 
 def verify_findings(lock: Lock, env: Environment) -> list[Finding]:
     """``wh verify``'s load check: failures, unless the lock skipped the check (warnings)."""
     from wh.app.verify import Finding
 
-    recorded = lock.tool.get("load-check", {})
-    skipped = recorded.get("checked") is False
+    recorded = lock.tool.load_check
+    skipped = recorded is not None and not recorded.checked
     report = installed_check(lock, env)
     out: list[Finding] = []
     for p in report.problems:
@@ -303,14 +306,10 @@ def why_libraries(
     for pkg in lock.packages.values():
         found = natives_of(pkg.wheel, pkg.sha256) if pkg.wheel.is_file() else None
         units.append(Unit(pkg.name, str(pkg.version), "locked", found))
-    for p in lock.protections:
-        n = canonicalize_name(p["name"])
-        if n not in lock.packages:
-            units.append(Unit(n, str(p["version"]), "protected", None))
-    allow = {
-        e["library"]: e["reason"]
-        for e in lock.tool.get("load-check", {}).get("allowed-missing", [])
-    }
+    for p in lock.tool.protections:
+        if p.name not in lock.packages:
+            units.append(Unit(p.name, p.version, "protected", None))
+    allow = _allowed(lock)
     plat = for_target(target)
     report = check(units, for_target(target, live(plat.os)) if live_target else plat, allow)
     label = next((u.label for u in units if u.name == name), "")

@@ -17,6 +17,7 @@ from wh.model.installed import InstalledDist
 from wh.model.lockfile import Lock
 from wh.model.plan import Guard
 from wh.model.protection import Standing, standing
+from wh.model.toolwh import DropRule, Snippet
 from wh.proc import spawn as proc
 
 
@@ -40,8 +41,8 @@ def closure(env: Environment, lock: Lock) -> list[Finding]:
     """Every locked package installed at its version; every requirement of it satisfied."""
     out: list[Finding] = []
     overrides = {
-        canonicalize_name(Requirement(o["requirement"]).name): Requirement(o["requirement"])
-        for o in lock.overrides
+        canonicalize_name(Requirement(o.requirement).name): Requirement(o.requirement)
+        for o in lock.tool.overrides
     }
     for name in sorted(lock.packages):
         pkg = lock.packages[name]
@@ -59,8 +60,8 @@ def closure(env: Environment, lock: Lock) -> list[Finding]:
             )
             continue
         out.append(Finding(True, "installed", f"{name} {have.version}"))
-    drops = {canonicalize_name(d["name"]): d for d in lock.tool.get("drops", [])}
-    names = sorted(set(lock.packages) | {canonicalize_name(p["name"]) for p in lock.protections})
+    drops = {d.name: d for d in lock.tool.drops}
+    names = sorted(set(lock.packages) | lock.tool.protected_names)
     for name in names:
         dist = env.dists.get(name)
         if dist is None:
@@ -75,7 +76,7 @@ def _requirements(
     dist: InstalledDist,
     extras: frozenset[NormalizedName],
     overrides: Mapping[NormalizedName, Requirement],
-    drops: Mapping[NormalizedName, Mapping[str, str]],
+    drops: Mapping[NormalizedName, DropRule],
 ) -> list[Finding]:
     out: list[Finding] = []
     for req in dist.requires:
@@ -88,7 +89,7 @@ def _requirements(
         who = f"{dist.name} {dist.version}"
         drop = drops.get(dep)
         if drop is not None and have is None:
-            marker = drop.get("marker") or ""
+            marker = drop.marker
             if env.target.evaluate(Marker(marker) if marker else None):
                 out.append(
                     Finding(
@@ -96,7 +97,7 @@ def _requirements(
                         "drop",
                         f"{who} requires {plain}: dropped"
                         + (f" where {marker}" if marker else "")
-                        + f" ({drop.get('reason') or 'no reason given'})",
+                        + f" ({drop.reason or 'no reason given'})",
                     )
                 )
                 continue
@@ -138,12 +139,12 @@ def protections(
 ) -> list[Finding]:
     """Protected distributions are present, at the locked version, with unchanged RECORD."""
     out: list[Finding] = []
-    for p in lock.protections:
-        name = canonicalize_name(p["name"])
+    for p in lock.tool.protections:
+        name = p.name
         have = env.dists.get(name)
         since = before.get(name) if before is not None else None
-        now = standing(have, Version(p["version"]), p.get("record-sha256"), since=since)
-        out.append(_protection_finding(name, have, now, f"expected {p['version']}"))
+        now = standing(have, Version(p.version), p.record_sha256, since=since)
+        out.append(_protection_finding(name, have, now, f"expected {p.version}"))
     return out
 
 
@@ -161,9 +162,7 @@ def _protection_finding(
     return Finding(True, "protection", f"protected {name} {have.version} unchanged")
 
 
-def run_checks(
-    env: Environment, imports: list[str], snippets: list[dict[str, str]]
-) -> list[Finding]:
+def run_checks(env: Environment, imports: list[str], snippets: list[Snippet]) -> list[Finding]:
     """Import checks and Python snippets, each run in the target interpreter. A failure
     carries its whole exception chain and, for a library the loader cannot find, its name."""
     out: list[Finding] = []
@@ -178,9 +177,9 @@ def run_checks(
         )
     for snip in snippets:
         done = proc.run(
-            [env.python, "-c", snip["code"]], env=proc.clean_env(), check=False, timeout=600
+            [env.python, "-c", snip.code], env=proc.clean_env(), check=False, timeout=600
         )
-        label = snip.get("description") or snip["code"]
+        label = snip.label
         ok = done.returncode == 0
         cause, advice = ("", "") if ok else failure_cause(done.stderr or done.stdout)
         if not ok and not cause:
@@ -253,7 +252,7 @@ def whole_environment(
     """Every installed distribution's requirements, not only the lock's closure (which
     ``closure`` reports): a failure the install caused fails; one already there before it
     is a warning."""
-    covered = set(lock.packages) | {canonicalize_name(p["name"]) for p in lock.protections}
+    covered = set(lock.packages) | lock.tool.protected_names
     now = unsatisfied({n: d for n, d in env.dists.items()}, env.target)
     was = unsatisfied(before.dists, before.target) if before is not None else {}
     out: list[Finding] = []

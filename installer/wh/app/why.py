@@ -7,43 +7,40 @@ from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import NormalizedName, canonicalize_name
+from packaging.utils import NormalizedName
 from packaging.version import Version
 
-from wh.errors import LockError
+from wh.errors import NotInLockError
 from wh.model.candidates import CandidateIndex
 from wh.model.lockfile import Lock
+from wh.model.requiredby import RequiredBy
 from wh.model.target import Target
 from wh.model.wheel import Wheel
 
 
 @dataclass(frozen=True)
 class Link:
-    """One step of a chain: ``parent`` requires ``requirement`` (of ``name``)."""
+    """One step of a chain: ``edge.parent`` requires ``edge.requirement`` (of ``name``)."""
 
-    parent: str
+    edge: RequiredBy
     name: NormalizedName
-    requirement: str
 
+    @property
+    def parent(self) -> str:
+        return self.edge.parent_text
 
-def _parent_name(parent: str) -> NormalizedName | None:
-    if parent == "profile":
-        return None
-    return canonicalize_name(parent.split(" ", 1)[0].split("[", 1)[0])
+    @property
+    def requirement(self) -> str:
+        return self.edge.text
 
 
 def chains(lock: Lock, name: NormalizedName) -> list[list[Link]]:
     """Every shortest chain of requirements from the profile to ``name`` (root first)."""
-    if name not in lock.packages and not any(
-        canonicalize_name(p["name"]) == name for p in lock.protections
-    ):
-        raise LockError(
-            f"{name} is not in {lock.path}",
-            hint="`wh why` explains packages of the lock; check the name, or re-lock",
-        )
+    if name not in lock.packages and name not in lock.tool.protected_names:
+        raise NotInLockError(name, lock.path)
     incoming: dict[NormalizedName, list[Link]] = {}
     for name_, required_by in _required_by(lock).items():
-        incoming[name_] = [Link(p, name_, r) for p, r in required_by]
+        incoming[name_] = [Link(e, name_) for e in required_by]
     result: list[list[Link]] = []
     queue: deque[list[Link]] = deque([[link] for link in incoming.get(name, [])])
     best: int | None = None
@@ -51,34 +48,32 @@ def chains(lock: Lock, name: NormalizedName) -> list[list[Link]]:
         path = queue.popleft()
         if best is not None and len(path) > best:
             break
-        head = path[0]
-        parent = _parent_name(head.parent)
+        parent = path[0].edge.parent
         if parent is None:
             best = len(path)
             result.append(path)
             continue
         seen = {link.name for link in path}
         for link in incoming.get(parent, []):
-            if _parent_name(link.parent) not in seen:
+            if link.edge.parent not in seen:
                 queue.append([link, *path])
     return result
 
 
-def _required_by(lock: Lock) -> dict[NormalizedName, list[tuple[str, str]]]:
+def _required_by(lock: Lock) -> dict[NormalizedName, list[RequiredBy]]:
     """Who requires each package of the lock, protected installs without a wheel included."""
     out = {pkg.name: list(pkg.required_by) for pkg in lock.packages.values()}
-    for p in lock.protections:
-        name = canonicalize_name(p["name"])
-        out.setdefault(name, [(str(a), str(b)) for a, b in p.get("required-by", [])])
+    for p in lock.tool.protections:
+        out.setdefault(p.name, list(p.required_by))
     return out
 
 
 def requirements_on(lock: Lock, name: NormalizedName) -> list[SpecifierSet]:
     """The version constraints the locked packages (and the profile) put on ``name``."""
     out = []
-    for _parent, text in _required_by(lock).get(name, []):
+    for edge in _required_by(lock).get(name, []):
         try:
-            out.append(Requirement(text.split(" (by override", 1)[0]).specifier)
+            out.append(Requirement(edge.requirement).specifier)
         except InvalidRequirement:
             continue
     return out
@@ -98,9 +93,9 @@ def why_not(
         return lines
     if chosen is not None:
         lines.append(f"the lock has {name} {chosen.version}")
-    for p in lock.protections:
-        if canonicalize_name(p["name"]) == name:
-            lines.append(f"{name} is protected: only the installed {p['version']} is acceptable")
+    p = lock.tool.protection(name)
+    if p is not None:
+        lines.append(f"{name} is protected: only the installed {p.version} is acceptable")
     if not index.all_wheels.get(name):
         lines.append(f"the wheelhouse has no wheel of {name} {version}")
         return lines

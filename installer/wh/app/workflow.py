@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +17,11 @@ from wh.app.hooks import Hooks, TargetSpec
 from wh.app.verify import Finding, closure, guarded, protections, run_checks, whole_environment
 from wh.env.environment import Environment, probe, venv_prefix
 from wh.errors import (
-    LockError,
+    LockKeptError,
+    LockTargetError,
+    LockWheelsError,
     ProfileError,
+    ProtectedChangeError,
     ProtectionError,
     TargetError,
     VerifyError,
@@ -28,6 +31,7 @@ from wh.install.validate import refuse_ambiguous
 from wh.model import lockfile as lockmod
 from wh.model.protection import Standing, standing
 from wh.model.target import Target
+from wh.model.toolwh import BuildRecord, Snippet
 from wh.wheel import buildrecord
 from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes, known_digests, scan
 
@@ -36,7 +40,7 @@ if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from wh.install.strategy import Strategy
     from wh.model.candidates import Pinned
     from wh.model.loadoptions import LoadOptions
-    from wh.model.plan import Plan, Refusal
+    from wh.model.plan import Plan
     from wh.model.profile import Profile, Protection
     from wh.model.resolution import Resolution
 
@@ -111,23 +115,6 @@ def _exact_build(p: Protection, wheelhouse: Wheelhouse) -> Pinned | None:
     if not same:
         return None
     return Pinned(p.name, p.version, same[0].requires_dist, p.reason)
-
-
-def _refusal_hint(refusals: Sequence[Refusal], env: Environment) -> str:
-    """What can work: a protected build the lock lacks must be installed first; a
-    replacement is avoided by re-locking with the protection."""
-    if all(r.missing for r in refusals):
-        names = ", ".join(r.name for r in refusals)
-        return (
-            f"the lock keeps {names} as installed and carries no wheel of it: install that "
-            f"exact build into {env.python} first, or lock (bundle) from a wheelhouse that holds "
-            "its wheel with `--protect NAME==VERSION`, which then installs it"
-        )
-    return (
-        "protected distributions are never replaced: re-lock with the protection "
-        "(`wh lock PROFILE --protect NAME`) so the resolver keeps the installed build, "
-        "or protect the exact build the lock carries (`--protect NAME==VERSION`)"
-    )
 
 
 def do_lock(
@@ -214,7 +201,7 @@ def do_lock(
         raise ProtectionError(
             f"{name} is protected but not installed in {env.python}; the plan would install "
             f"{name} {chosen.candidate.version} from the wheelhouse",
-            details=[f"{who} requires {req}" for who, req in chosen.required_by],
+            details=[edge.describe() for edge in chosen.required_by],
             hint=f"install the {name} build you need into the environment first, or name the "
             f"exact build to install from the wheelhouse: "
             + (
@@ -297,18 +284,18 @@ def lock_summary(result: LockResult) -> dict[str, Any]:
     }
 
 
-def build_records(resolution: Resolution) -> dict[str, dict[str, Any]]:
+def build_records(resolution: Resolution) -> dict[str, BuildRecord]:
     """Provenance of locally built wheels (``<wheel>.build.json`` beside them)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, BuildRecord] = {}
     for chosen in resolution.packages.values():
         w = chosen.candidate.wheel
         if w is None or not w.built_locally:
             continue
         try:
-            out[w.filename] = buildrecord.load(w.path)
+            out[w.filename] = BuildRecord(buildrecord.load(w.path))
         except (OSError, ValueError):
             name = buildrecord.path_of(w.path).name
-            out[w.filename] = {"error": f"unreadable build record {name}"}
+            out[w.filename] = BuildRecord({"error": f"unreadable build record {name}"})
     return out
 
 
@@ -381,18 +368,14 @@ def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | 
                 f"{pkg.filename}: sha256 {digests[pkg.wheel]}, the lock says {pkg.sha256}"
             )
     if problems:
-        raise LockError(
-            f"{len(problems)} wheel(s) named by {lock.path} do not match it; nothing was installed",
-            details=problems,
-            hint="restore the exact wheels the lock names, or re-lock with `wh lock`",
-        )
+        raise LockWheelsError(lock.path, problems)
     return held
 
 
 def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
     """The lock was made for this environment's platform and Python."""
-    tgt: Mapping[str, Any] = lock.tool.get("target", {})
-    markers: Mapping[str, str] = tgt.get("markers", {})
+    tgt = lock.tool.target
+    markers: Mapping[str, str] = tgt.markers if tgt is not None else {}
     problems = [
         f"{key}: lock has {markers[key]!r}, environment has {env.target.markers.get(key)!r}"
         for key in ("sys_platform", "platform_machine", "python_version")
@@ -405,31 +388,22 @@ def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
         if env.target.wheel_rank(tags) is None:
             problems.append(f"{pkg.filename} does not fit {env.target.description}")
     if problems:
-        raise LockError(
-            f"{lock.path} was made for {tgt.get('description', 'another target')}, "
-            f"not for {env.python}",
-            details=problems,
-            hint="lock for this environment: `wh lock PROFILE --python PATH`",
-        )
+        raise LockTargetError(lock.path, tgt.description if tgt else None, env.python, problems)
 
 
 def kept_installed(lock: lockmod.Lock, env: Environment) -> None:
     """The installed distributions the lock relies on (no wheel) are still there."""
     problems = []
-    for entry in lock.tool.get("kept-installed", []):
-        have = env.dists.get(canonicalize_name(entry["name"]))
-        if have is None or str(have.version) != entry["version"]:
+    for entry in lock.tool.kept_installed:
+        have = env.dists.get(canonicalize_name(entry.name))
+        if have is None or str(have.version) != entry.version:
             found = f"{have.version}" if have else "nothing"
             problems.append(
-                f"{entry['name']}: the lock keeps installed {entry['version']}, "
+                f"{entry.name}: the lock keeps installed {entry.version}, "
                 f"the environment has {found}"
             )
     if problems:
-        raise LockError(
-            f"{lock.path} relies on installed distributions that changed; nothing was installed",
-            details=problems,
-            hint="re-lock for this environment with `wh lock PROFILE --python PATH`",
-        )
+        raise LockKeptError(lock.path, problems)
 
 
 @dataclass
@@ -529,25 +503,23 @@ def _install_locked(
     journal.fault_point("hashed")
     plan = make_plan(lock, env.dists, protected=asked.guards, reinstall=reinstall)
     if plan.refusals:
-        raise ProtectionError(
-            "the plan would change a protected distribution; nothing was installed",
-            details=[r.reason for r in plan.refusals],
-            hint=_refusal_hint(plan.refusals, env),
+        raise ProtectedChangeError(
+            env.python, [(r.name, r.reason, r.missing) for r in plan.refusals]
         )
     refuse_breaking(
         env, {a.package.name: a.package.version for a in plan.changes}, frozenset(lock.packages)
     )
-    requested = backend_name or str(lock.tool.get("backend", "auto"))
+    requested = backend_name or lock.tool.backend
     backend, note = fit_interpreter(choose(requested), requested, env.python, env.startup_output)
     if note:
         hooks.status(note)
-    mode = link_mode or str(lock.tool.get("link-mode", "copy"))
+    mode = link_mode or lock.tool.link_mode
     # reliability: validate every wheel and refuse overwrites before anything changes
     digests = {a.package.wheel: a.package.sha256 for a in plan.changes}  # checked above
     layouts = safeguard.preflight(
         env,
         [a.package.wheel for a in plan.changes],
-        allow_overwrite=tuple(lock.tool.get("allow-overwrite", ())),
+        allow_overwrite=lock.tool.allow_overwrite,
         digests=digests,
     )
     from wh.wheel import portable
@@ -571,10 +543,10 @@ def _install_locked(
     )
     how = strategy.choose(backend, request, env, plan, by_wheel)
     if dry_run:
-        checks = lock.tool.get("checks", {})
+        checks = lock.tool.checks
         labels = (
-            *(f"import {m}" for m in [*checks.get("imports", []), *asked.imports]),
-            *(s.get("description") or s["code"] for s in checks.get("snippets", [])),
+            *(f"import {m}" for m in [*checks.imports, *asked.imports]),
+            *(s.label for s in checks.snippets),
             *(d or c for c, d in asked.snippets),
         )
         return InstallResult(plan, env, [], True, lock, backend.name, mode, tuple(labels), how)
@@ -612,16 +584,13 @@ def verify_env(
     taken). With ``asked.checks == "warn"`` a failed import or snippet check is a warning."""
     asked = asked or Asked()
     env = after or probe(python)
-    checks = lock.tool.get("checks", {})
+    checks = lock.tool.checks
     findings = closure(env, lock)
     findings += whole_environment(env, lock, before)
     findings += protections(env, lock, before.dists if before else None)
     findings += guarded(env, asked.guards, before.dists if before else None)
-    snippets = [
-        *checks.get("snippets", []),
-        *({"code": c, "description": d} for c, d in asked.snippets),
-    ]
-    ran = run_checks(env, [*checks.get("imports", []), *asked.imports], snippets)
+    snippets = [*checks.snippets, *(Snippet(c, d) for c, d in asked.snippets)]
+    ran = run_checks(env, [*checks.imports, *asked.imports], snippets)
     if asked.checks == "warn":
         ran = [
             f if f.ok else Finding(True, "warning", f"{f.message} (--checks warn: kept)", f.advice)
@@ -661,15 +630,15 @@ def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
     """Warn when the profile's launch needs a capability no installed build provides."""
     from wh.kernels.advice import advice_for  # reads the shipped recipes only if needed
 
-    needs = list(lock.tool.get("needs", []))
+    needs = list(lock.tool.needs)
     if not needs:
         return []
     provided: set[str] = set()
     known = False
-    for rec in lock.tool.get("build-records", {}).values():
-        if "provides" in rec:
+    for rec in lock.tool.build_records.values():
+        if rec.provides is not None:
             known = True
-            provided.update(rec["provides"])
+            provided.update(rec.provides)
     out = []
     for need in needs:
         if known and need not in provided:

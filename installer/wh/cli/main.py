@@ -23,7 +23,9 @@ from wh.errors import WhError
 
 if TYPE_CHECKING:
     from wh.app.hooks import Hooks, TargetSpec
+    from wh.model.lockfile import Lock
     from wh.model.profile import Profile
+    from wh.model.target import Target
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -779,29 +781,20 @@ def why(
     key = canonicalize_name(name)
     dropped = [
         d
-        for d in lk.tool.get("drops-applied", [])
-        if canonicalize_name(Requirement(d["requirement"]).name) == key
+        for d in lk.tool.drops_applied
+        if canonicalize_name(Requirement(d.requirement).name) == key
     ]
     found = chains(lk, key) if not dropped or key in lk.packages else []
     applied = [
         a
-        for a in lk.tool.get("overrides-applied", [])
-        if canonicalize_name(Requirement(a["replacement"]).name) == key
+        for a in lk.tool.overrides_applied
+        if canonicalize_name(Requirement(a.replacement).name) == key
     ]
     not_chosen: list[str] = []
     if version:
-        from wh.model.target import declared
         from wh.wheelhouse.scan import scan as do_scan
 
-        tgt = lk.tool.get("target", {})
-        if kw["platform"] or kw["python_version"] or tgt.get("platform"):
-            target = declared(
-                kw["platform"] or tgt["platform"], kw["python_version"] or tgt["python-version"]
-            )
-        else:
-            from wh.env.environment import default_python, probe
-
-            target = probe(kw["python"] or default_python()).target
+        target = _lock_target(lk, kw)
         not_chosen = why_not(lk, key, Version(version), list(do_scan(wheelhouse).wheels), target)
     libs: list[dict[str, Any]] = []
     if libraries:
@@ -816,8 +809,8 @@ def why(
         "chains": [
             [{"parent": link.parent, "requirement": link.requirement} for link in c] for c in found
         ],
-        "overrides": applied,
-        "dropped": dropped,
+        "overrides": [a.to_toml() for a in applied],
+        "dropped": [d.to_toml() for d in dropped],
         "why_not": not_chosen,
         **({"libraries": libs} if libraries else {}),
     }
@@ -825,9 +818,9 @@ def why(
     def text() -> None:
         for d in dropped:
             click.echo(
-                f"{key} is dropped in {path}: {d['by']} requires {d['requirement']}, dropped"
-                + (f" where {d['marker']}" if d["marker"] else "")
-                + f" ({d['reason'] or 'no reason given'})"
+                f"{key} is dropped in {path}: {d.by} requires {d.requirement}, dropped"
+                + (f" where {d.marker}" if d.marker else "")
+                + f" ({d.reason or 'no reason given'})"
             )
         if dropped and not found:
             return
@@ -838,8 +831,8 @@ def why(
             )
         for a in applied:
             click.echo(
-                f"  override: {a['by']} asked {a['original']}, replaced by {a['replacement']}"
-                + (f" ({a['reason']})" if a.get("reason") else "")
+                f"  override: {a.by} asked {a.original}, replaced by {a.replacement}"
+                + (f" ({a.reason})" if a.reason else "")
             )
         if version:
             click.echo(f"why not {key} {version}:")
@@ -854,14 +847,15 @@ def why(
     _emit(as_json, data, text)
 
 
-def _lock_target(lk: Any, kw: dict[str, Any]) -> Any:
+def _lock_target(lk: Lock, kw: dict[str, Any]) -> Target:
     """The target a lock was made for (a live one is probed again)."""
     from wh.model.target import declared
 
-    tgt = lk.tool.get("target", {})
-    if kw["platform"] or kw["python_version"] or tgt.get("platform"):
+    tgt = lk.tool.target
+    if kw["platform"] or kw["python_version"] or (tgt and tgt.platform):
         return declared(
-            kw["platform"] or tgt["platform"], kw["python_version"] or tgt["python-version"]
+            kw["platform"] or (tgt.platform if tgt and tgt.platform else ""),
+            kw["python_version"] or (tgt.python_version if tgt else ""),
         )
     from wh.env.environment import default_python, probe
 

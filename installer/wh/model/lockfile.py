@@ -19,8 +19,31 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from wh import __version__
-from wh.errors import LockError
+from wh.errors import (
+    LockDigestError,
+    LockEntryError,
+    LockError,
+    LockFormatError,
+    LockMissingError,
+    LockSyntaxError,
+)
+from wh.model.requiredby import RequiredBy
 from wh.model.target import Target
+from wh.model.toolwh import (
+    FORMAT,
+    Because,
+    BuildRecord,
+    Checks,
+    DropRule,
+    DropUse,
+    KeptInstalled,
+    LoadCheck,
+    LockedProtection,
+    LockTarget,
+    OverrideUse,
+    Snippet,
+    ToolWh,
+)
 
 if TYPE_CHECKING:  # speed: `wh install --locked` reads a lock without the resolver
     from wh.model.profile import Profile
@@ -47,7 +70,7 @@ class LockedPackage:
     size: int
     sha256: str
     dependencies: tuple[NormalizedName, ...]
-    required_by: tuple[tuple[str, str], ...]
+    required_by: tuple[RequiredBy, ...]
     protected: bool
     extras: tuple[NormalizedName, ...] = ()
     url: str | None = None  # a lock of `wh lock --index-url`: ``wheel`` is its download place
@@ -61,15 +84,7 @@ class Lock:
     profile: str
     packages: Mapping[NormalizedName, LockedPackage]
     levels: tuple[tuple[NormalizedName, ...], ...]
-    tool: Mapping[str, Any]
-
-    @property
-    def protections(self) -> list[dict[str, Any]]:
-        return list(self.tool.get("protections", []))
-
-    @property
-    def overrides(self) -> list[dict[str, Any]]:
-        return list(self.tool.get("overrides", []))
+    tool: ToolWh
 
 
 def _environment_marker(target: Target) -> Marker:
@@ -86,22 +101,22 @@ def render(
     target: Target,
     lock_path: Path,
     *,
-    build_records: Mapping[str, Mapping[str, Any]] | None = None,
+    build_records: Mapping[str, BuildRecord] | None = None,
     digests: Mapping[Path, str] | None = None,
     index_url: str | None = None,
-    load_check: Mapping[str, Any] | None = None,
+    load_check: LoadCheck | None = None,
 ) -> bytes:
     """The lock's bytes: deterministic for the same inputs, digest included."""
     lock_dir = lock_path.parent.resolve()
     packages: list[Package] = []
-    kept: list[dict[str, str]] = []
+    kept: list[KeptInstalled] = []
     protected = {n for n in resolution.pins}
     for name, chosen in sorted(resolution.packages.items()):
         cand = chosen.candidate
         if cand.wheel is None:
             # kept as installed (protected, or already satisfying): recorded in [tool.wh]
             if name not in protected:
-                kept.append({"name": name, "version": str(cand.version)})
+                kept.append(KeptInstalled(name, str(cand.version)))
             continue
         w = cand.wheel
         sha256 = (digests or {}).get(w.path) or w.sha256
@@ -109,7 +124,7 @@ def render(
             raise LockError(f"wh has no sha256 for {w.filename}; this is a bug in wh")
         rel = lock_relative(str(w.path.resolve()), str(lock_dir))
         tool: dict[str, Any] = {
-            "required-by": [list(rb) for rb in chosen.required_by],
+            "required-by": [rb.to_toml() for rb in chosen.required_by],
         }
         if name in protected:
             tool["protected"] = True
@@ -133,69 +148,54 @@ def render(
                 tool={"wh": tool},
             )
         )
-    tool_wh: dict[str, Any] = {
-        "profile": profile.name,
-        "wh-version": __version__,
-        "target": target.to_json() if target.python is None else _live_target(target),
-        "roots": list(resolution.roots),
-        "install-order": [list(level) for level in resolution.levels],
-        "link-mode": profile.link_mode,
-        "backend": profile.backend,
-        "overrides": [
-            {"requirement": str(o.requirement), "reason": o.reason} for o in profile.overrides
-        ],
-        "overrides-applied": [
-            {"by": a.by, "original": a.original, "replacement": a.replacement, "reason": a.reason}
-            for a in resolution.applied
-        ],
-        "unused-overrides": [str(o.requirement) for o in resolution.unused_overrides],
-        "drops": [
-            {"name": d.name, "marker": str(d.marker or ""), "reason": d.reason}
-            for d in profile.drops
-        ],
-        "drops-applied": [
-            {"by": d.by, "requirement": d.requirement, "marker": d.marker, "reason": d.reason}
-            for d in resolution.dropped
-        ],
-        "unused-drops": [d.describe() for d in resolution.unused_drops],
-        # dependencies nobody declares: installed before the other roots
-        "extra-requirements": [
-            {"requirement": str(e.requirement), "reason": e.reason} for e in profile.extras
-        ],
-        "protections": [
-            {
-                "name": p.name,
-                "version": str(p.version),
-                "reason": p.reason,
-                **({"record-sha256": p.record_sha256} if p.record_sha256 else {}),
-                "required-by": [list(rb) for rb in resolution.packages[n].required_by],
-            }
+    tool_wh = ToolWh(
+        profile=profile.name,
+        wh_version=__version__,
+        target=_lock_target(target),
+        roots=tuple(resolution.roots),
+        install_order=resolution.levels,
+        link_mode=profile.link_mode,
+        backend=profile.backend,
+        overrides=tuple(Because(str(o.requirement), o.reason) for o in profile.overrides),
+        overrides_applied=tuple(
+            OverrideUse(a.by, a.original, a.replacement, a.reason) for a in resolution.applied
+        ),
+        unused_overrides=tuple(str(o.requirement) for o in resolution.unused_overrides),
+        drops=tuple(DropRule(d.name, str(d.marker or ""), d.reason) for d in profile.drops),
+        drops_applied=tuple(
+            DropUse(d.by, d.requirement, d.marker, d.reason) for d in resolution.dropped
+        ),
+        unused_drops=tuple(d.describe() for d in resolution.unused_drops),
+        extra_requirements=tuple(Because(str(e.requirement), e.reason) for e in profile.extras),
+        protections=tuple(
+            LockedProtection(
+                p.name,
+                str(p.version),
+                p.reason,
+                p.record_sha256 or None,
+                resolution.packages[n].required_by,
+            )
             for n, p in sorted(resolution.pins.items())
-        ],
-        "kept-installed": kept,
-        "checks": {
-            "imports": list(profile.checks.imports),
-            "snippets": [
-                {"code": s.code, "description": s.description} for s in profile.checks.snippets
-            ],
-        },
-        "needs": list(profile.needs),
-        "allow-overwrite": list(profile.allow_overwrite),
-    }
-    if index_url:
-        tool_wh["index-url"] = index_url
-    if build_records:
-        tool_wh["build-records"] = {k: dict(v) for k, v in sorted(build_records.items())}
-    if load_check is not None:
-        tool_wh["load-check"] = dict(load_check)
-    tool_wh["digest"] = "sha256:"
+        ),
+        kept_installed=tuple(kept),
+        checks=Checks(
+            tuple(profile.checks.imports),
+            tuple(Snippet(s.code, s.description) for s in profile.checks.snippets),
+        ),
+        needs=tuple(profile.needs),
+        allow_overwrite=tuple(profile.allow_overwrite),
+        index_url=index_url or None,
+        build_records=dict(build_records or {}),
+        load_check=load_check,
+        digest="sha256:",
+    )
     pylock = Pylock(
         lock_version=Version("1.0"),
         created_by="wh",
         environments=[_environment_marker(target)],
         requires_python=SpecifierSet(f"=={target.python_version}.*"),
         packages=packages,
-        tool={"wh": tool_wh},
+        tool={"wh": tool_wh.to_toml()},
     )
     doc = pylock.to_dict()
     try:
@@ -218,16 +218,18 @@ def wheel_url(index_url: str, filename: str) -> str:
     return f"{base}/{quote(filename)}"
 
 
-def _live_target(target: Target) -> dict[str, Any]:
-    # The interpreter path is machine-specific: keep it out so locks are portable.
-    data = target.to_json()
-    data.pop("python", None)
+def _lock_target(target: Target) -> LockTarget:
+    """The target as the lock records it. A live target's interpreter path and kernel
+    release are machine-specific: kept out so locks are portable."""
     markers = dict(target.markers)
-    for machine_specific in ("platform_release", "platform_version"):
-        markers.pop(machine_specific, None)
-    data["markers"] = dict(sorted(markers.items()))
-    data["description"] = f"CPython {target.python_full_version} ({target.markers['sys_platform']})"
-    return data
+    description = target.description
+    if target.python is not None:
+        for machine_specific in ("platform_release", "platform_version"):
+            markers.pop(machine_specific, None)
+        description = f"CPython {target.python_full_version} ({target.markers['sys_platform']})"
+    return LockTarget(
+        description, target.python_full_version, dict(sorted(markers.items())), target.platform
+    )
 
 
 def _sorted(obj: Any) -> Any:
@@ -259,13 +261,16 @@ def lock_relative(wheel: str, lock_dir: str, paths: Any = os.path) -> str:
     return str(rel).replace(paths.sep, "/") if paths.sep != "/" else str(rel)
 
 
+def blank_digest(data: bytes) -> bytes:
+    """The lock's bytes with its digest value blank: what the digest is computed over."""
+    m = _DIGEST_RE.search(data)
+    return data if m is None else data[: m.start()] + _DIGEST_BLANK + data[m.end() :]
+
+
 def read(path: Path, *, require_digest: bool = True) -> Lock:
     """Parse and validate a lock; refuse hand edits, weak hashes and malformed entries."""
     if not path.is_file():
-        raise LockError(
-            f"lock {path} does not exist",
-            hint=f"create it with `wh lock PROFILE --lockfile {path}`",
-        )
+        raise LockMissingError(path)
     return parse(path.read_bytes(), path, require_digest=require_digest)
 
 
@@ -275,25 +280,21 @@ def parse(data: bytes, path: Path, *, require_digest: bool = True) -> Lock:
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise LockError(
-            f"{path}: not valid TOML ({exc})", hint="re-create it with `wh lock`"
-        ) from exc
+        raise LockSyntaxError(path, str(exc), pep751=False) from exc
     try:
         pylock = Pylock.from_dict(doc)
     except PylockValidationError as exc:
-        raise LockError(
-            f"{path}: not a valid PEP 751 lock: {exc}", hint="re-create it with `wh lock`"
-        ) from exc
-    tool = dict((pylock.tool or {}).get("wh", {}))
+        raise LockSyntaxError(path, str(exc), pep751=True) from exc
+    raw_tool = dict((pylock.tool or {}).get("wh", {}))
+    fmt = raw_tool.get("format", 1)
+    if not isinstance(fmt, int) or isinstance(fmt, bool) or not 1 <= fmt <= FORMAT:
+        raise LockFormatError(path, str(fmt), FORMAT)
     lock_dir = path.parent
     packages: dict[NormalizedName, LockedPackage] = {}
     for pkg in pylock.packages:
         wheels = list(pkg.wheels or [])
         if len(wheels) != 1 or (wheels[0].path is None and wheels[0].url is None):
-            raise LockError(
-                f"{path}: package {pkg.name} must name exactly one wheel by path or URL",
-                hint="wh installs exactly one wheel per package; re-create with `wh lock`",
-            )
+            raise LockEntryError(path, pkg.name, "one-wheel")
         w = wheels[0]
         if w.path is not None:
             wpath = str(w.path)
@@ -305,13 +306,10 @@ def parse(data: bytes, path: Path, *, require_digest: bool = True) -> Lock:
             digest = w.hashes.get("sha256", "none")
             where = cache_dir() / "fleet-wheels" / digest[:2] / digest / (w.name or wpath)
         if "sha256" not in w.hashes:
-            weak = ", ".join(sorted(set(w.hashes) & set(WEAK_HASHES))) or "none"
-            raise LockError(
-                f"{path}: {pkg.name} has no sha256 hash (found: {weak})",
-                hint="md5 and sha1 are refused; re-create the lock with `wh lock`",
-            )
+            weak = tuple(sorted(set(w.hashes) & set(WEAK_HASHES)))
+            raise LockEntryError(path, pkg.name, "no-sha256", found=weak)
         if w.size is None:
-            raise LockError(f"{path}: {pkg.name} has no size", hint="re-create it with `wh lock`")
+            raise LockEntryError(path, pkg.name, "no-size")
         ptool = dict((pkg.tool or {}).get("wh", {}))
         packages[pkg.name] = LockedPackage(
             name=pkg.name,
@@ -321,21 +319,19 @@ def parse(data: bytes, path: Path, *, require_digest: bool = True) -> Lock:
             size=w.size,
             sha256=w.hashes["sha256"],
             dependencies=tuple(canonicalize_name(d["name"]) for d in pkg.dependencies or []),
-            required_by=tuple((str(a), str(b)) for a, b in ptool.get("required-by", [])),
+            required_by=tuple(RequiredBy.from_toml(rb) for rb in ptool.get("required-by", [])),
             protected=bool(ptool.get("protected", False)),
             extras=tuple(canonicalize_name(e) for e in ptool.get("extras", [])),
             url=str(w.url) if w.path is None and w.url else None,
         )
     ok = digest_ok(data)
     if ok is False or (ok is None and require_digest):
-        raise LockError(
-            f"{path}: the lock's digest does not match its contents (edited by hand?)",
-            hint="never edit a lock; re-create it with `wh lock` and review the diff",
-        )
-    levels = tuple(
-        tuple(canonicalize_name(n) for n in level) for level in tool.get("install-order", [])
-    )
-    return Lock(path, str(tool.get("profile", "")), packages, levels, tool)
+        raise LockDigestError(path)
+    try:
+        tool = ToolWh.from_toml(raw_tool)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise LockFormatError(path, str(fmt), FORMAT, f"{type(exc).__name__}: {exc}") from exc
+    return Lock(path, tool.profile, packages, tool.install_order, tool)
 
 
 def write(path: Path, data: bytes) -> bool:

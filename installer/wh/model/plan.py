@@ -99,13 +99,13 @@ def make_plan(
     """
     prot: dict[NormalizedName, Guard] = {}
     refusals: list[Refusal] = []
-    for p in lock.protections:
-        name = canonicalize_name(p["name"])
-        want = Version(p["version"])
-        prot[name] = Guard(name, want, str(p.get("reason", "")))
+    for p in lock.tool.protections:
+        name = p.name
+        want = Version(p.version)
+        prot[name] = Guard(name, want, p.reason)
         have = installed.get(name)
         locked = lock.packages.get(name)
-        now = standing(have, want, p.get("record-sha256"))
+        now = standing(have, want, p.record_sha256)
         if now is Standing.MISSING:
             if locked is None or locked.version != want:
                 refusals.append(
@@ -191,11 +191,8 @@ def balanced(plan: Plan, lock: Lock, weights: Mapping[NormalizedName, float], th
     by_name = {a.package.name: a for a in plan.changes}
     graph = order_graph(
         {n: a.package.dependencies for n, a in by_name.items()},
-        [canonicalize_name(Requirement(t).name) for t in lock.tool.get("roots", [])],
-        [
-            canonicalize_name(Requirement(e["requirement"]).name)
-            for e in lock.tool.get("extra-requirements", [])
-        ],
+        [canonicalize_name(Requirement(t).name) for t in lock.tool.roots],
+        [canonicalize_name(Requirement(e.requirement).name) for e in lock.tool.extra_requirements],
     )
     names = [[a.package.name for a in b] for b in plan.batches]
     new = balance(names, graph, {n: weights.get(n, 0.0) for n in by_name}, threads)

@@ -10,6 +10,7 @@ from packaging.utils import NormalizedName
 from wh.model.candidates import Candidate, Pinned, Rejected
 from wh.model.overrides import Applied, Dropped
 from wh.model.profile import Drop, Override
+from wh.model.requiredby import RequiredBy
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class Chosen:
     candidate: Candidate
     extras: frozenset[NormalizedName]
     depends_on: tuple[NormalizedName, ...]
-    required_by: tuple[tuple[str, str], ...]  # (parent, requirement text)
+    required_by: tuple[RequiredBy, ...]
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Resolution:
     dropped: tuple[Dropped, ...] = field(default=())
     unused_drops: tuple[Drop, ...] = field(default=())
     # names no wheel can be had for (only with ``placeholders``): who asked, and for what
-    unavailable: Mapping[NormalizedName, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    unavailable: Mapping[NormalizedName, tuple[RequiredBy, ...]] = field(default_factory=dict)
 
     def versions(self) -> dict[str, str]:
         return {n: str(c.candidate.version) for n, c in sorted(self.packages.items())}

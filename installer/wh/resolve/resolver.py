@@ -19,6 +19,7 @@ from wh.errors import ResolutionError
 from wh.model.candidates import Candidate, CandidateIndex, Pinned
 from wh.model.overrides import Applied, Dropped, apply_override, drop_applies
 from wh.model.profile import Drop, Override
+from wh.model.requiredby import RequiredBy, sorted_edges
 from wh.model.resolution import Chosen, Resolution
 from wh.model.schedule import order_graph
 from wh.model.target import Target
@@ -655,9 +656,9 @@ def _assemble(
     for cand in mapping.values():
         base[cand.name] = cand.base
         extras[cand.name].update(cand.extras)
-    required_by: dict[NormalizedName, list[tuple[str, str]]] = defaultdict(list)
+    required_by: dict[NormalizedName, list[RequiredBy]] = defaultdict(list)
     for n in root_needs:
-        required_by[n.name].append(("profile", n.text))
+        required_by[n.name].append(RequiredBy(n.text))
     applied: list[Applied] = list(root_applied)
     dropped: list[Dropped] = []
     depends: dict[NormalizedName, set[NormalizedName]] = defaultdict(set)
@@ -679,18 +680,21 @@ def _assemble(
                     continue
                 depends[name].add(need.name)
                 required_by[need.name].append(
-                    (
-                        str(cand),
-                        need.text + (f" (by override of {need.original})" if need.original else ""),
+                    RequiredBy(
+                        need.text,
+                        cand.name,
+                        str(cand.version),
+                        tuple(sorted(cand.extras)),
+                        need.original or None,
                     )
                 )
-    unavailable = {n: tuple(sorted(set(required_by[n]))) for n in sorted(base) if base[n].missing}
+    unavailable = {n: sorted_edges(required_by[n]) for n in sorted(base) if base[n].missing}
     chosen = {
         name: Chosen(
             candidate=base[name],
             extras=frozenset(extras[name]),
             depends_on=tuple(sorted(n for n in depends[name] if n in base and not base[n].missing)),
-            required_by=tuple(sorted(set(required_by[name]))),
+            required_by=sorted_edges(required_by[name]),
         )
         for name in sorted(base)
         if not base[name].missing
