@@ -25,6 +25,7 @@ from wh.airgap.simpleindex import build_index, core_metadata
 from wh.app.fetch import fetch, parse_index_option
 from wh.cli.main import cli
 from wh.errors import ProfileError
+from wh.model.manifest import Manifest
 from wh.model.profile import Override, Profile
 from wh.model.target import declared
 
@@ -66,7 +67,7 @@ def test_fetch_backtracks_downloads_exactly_the_closure_and_locks(tmp_path: Path
     _stack(up)
     url = _index(up)
     profile = Profile("p").with_flags(requirements=["app"], drops=DROPS)
-    report = fetch(profile, house, [(WIN, None)], index_url=url)
+    report = fetch(Manifest.of(profile), house, [(WIN, None)], index_url=url)
     assert report.missing == []
     assert sorted(report.downloaded) == [
         "app-1.0-py3-none-any.whl",
@@ -86,7 +87,7 @@ def test_fetch_backtracks_downloads_exactly_the_closure_and_locks(tmp_path: Path
         "torch": "2.9.1",
         "vision": "0.24",
     }
-    again = fetch(profile, house, [(WIN, None)], index_url=url)
+    again = fetch(Manifest.of(profile), house, [(WIN, None)], index_url=url)
     assert again.downloaded == [] and sorted(again.present) == sorted(report.downloaded)
 
 
@@ -152,7 +153,10 @@ def test_a_different_file_of_the_same_name_is_refused(tmp_path: Path) -> None:
     url = _index(up)
     make_wheel(house, "lib", "1.0", files={"lib/__init__.py": b"# not the index's\n"})
     report = fetch(
-        Profile("p").with_flags(requirements=["lib"]), house, [(WIN, None)], index_url=url
+        Manifest.of(Profile("p").with_flags(requirements=["lib"])),
+        house,
+        [(WIN, None)],
+        index_url=url,
     )
     assert [m.requirement for m in report.missing] == ["lib-1.0-py3-none-any.whl"]
     assert "different file of this name" in report.missing[0].reason
@@ -170,7 +174,7 @@ def test_a_wheel_only_the_wheelhouse_has_joins_the_closure(tmp_path: Path) -> No
     local = make_wheel(house, "sglang-kernel", "0.4.3", tag="cp310-abi3-win_amd64")
     profile = Profile("p", overrides=(Override(Requirement("sglang-kernel==0.4.3")),))
     profile = profile.with_flags(requirements=["sglang"])
-    report = fetch(profile, house, [(WIN, None)], index_url=url, dry_run=True)
+    report = fetch(Manifest.of(profile), house, [(WIN, None)], index_url=url, dry_run=True)
     entry = next(e for e in report.closure if e.name == "sglang-kernel")
     assert entry.url is None and entry.filename == local.name
     assert entry.sha256 == hashlib.sha256(local.read_bytes()).hexdigest()
@@ -185,7 +189,7 @@ def test_a_package_index_is_the_only_source_of_its_package(tmp_path: Path) -> No
     make_wheel(other, "torch", "2.9.1+cu130", tag="cp312-cp312-win_amd64")
     profile = Profile("p").with_flags(requirements=["app"])
     report = fetch(
-        profile,
+        Manifest.of(profile),
         house,
         [(WIN, None)],
         index_url=_index(up),
@@ -202,7 +206,9 @@ def test_protected_build_not_on_the_index_is_kept_with_advice(tmp_path: Path) ->
     make_wheel(up, "app", "1.0", ["torch==2.9.1"])
     make_wheel(up, "torch", "2.9.1", tag="cp312-cp312-win_amd64")
     profile = Profile("p").with_flags(requirements=["app"], protections=["torch==2.9.1+cu130"])
-    report = fetch(profile, tmp_path / "h", [(WIN, None)], index_url=_index(up), dry_run=True)
+    report = fetch(
+        Manifest.of(profile), tmp_path / "h", [(WIN, None)], index_url=_index(up), dry_run=True
+    )
     assert [e.name for e in report.closure] == ["app"]
     assert len(report.kept) == 1 and "--index torch=URL" in report.kept[0]
 
@@ -509,7 +515,9 @@ def test_a_wheel_the_index_gives_no_sha256_for_is_not_downloaded(tmp_path: Path)
     (page / "index.html").write_text(f'<a href="../../{wheel.name}">{wheel.name}</a>\n')
     house = tmp_path / "house"
     profile = Profile("p").with_flags(requirements=["lib"])
-    report = fetch(profile, house, [(WIN, None)], index_url=(up / "simple").as_uri() + "/")
+    report = fetch(
+        Manifest.of(profile), house, [(WIN, None)], index_url=(up / "simple").as_uri() + "/"
+    )
     assert [m.requirement for m in report.missing] == [wheel.name]
     assert "no sha256" in report.missing[0].reason and report.downloaded == []
     assert not list(house.glob("*.whl"))
