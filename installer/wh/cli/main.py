@@ -1,4 +1,4 @@
-"""The `wh` command line: parse flags, call workflow, render results and errors. No logic here."""
+"""The `wh` command line: parse flags, call the app's use cases, render their reports and errors."""
 
 from __future__ import annotations
 
