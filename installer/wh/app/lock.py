@@ -13,6 +13,7 @@ from packaging.utils import NormalizedName
 
 from wh.app.hooks import Hooks, TargetSpec
 from wh.app.lockreport import LockCheckReport
+from wh.app.scan import scan_wheelhouse
 from wh.env.environment import Environment
 from wh.errors import LockError, ProfileError, ProtectionError, ResolutionError, WheelhouseError
 from wh.install.validate import refuse_ambiguous
@@ -20,7 +21,7 @@ from wh.model import lockfile as lockmod
 from wh.model.candidates import CandidateIndex
 from wh.model.manifest import Manifest
 from wh.model.target import Target
-from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes, scan
+from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes
 
 if TYPE_CHECKING:  # the resolver and the load check load only when a lock is made
     from wh.model.loadoptions import LoadOptions
@@ -38,11 +39,6 @@ class LockResult:
     skipped: tuple[tuple[str, str], ...] = ()
     overwrites: tuple[str, ...] = ()  # files two locked wheels both write (RECORD)
     load_check: dict[str, Any] = field(default_factory=dict)
-
-
-def scan_wheelhouse(root: Path, hooks: Hooks, *, hashes: bool = True) -> Wheelhouse:
-    hooks.status(f"scanning {root}")
-    return scan(root, on_hashed=hooks.hashed, on_total=hooks.hashing_total, hashes=hashes)
 
 
 def do_lock(

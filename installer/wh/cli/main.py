@@ -320,30 +320,11 @@ def _emit(as_json: bool, data: Any, text: Callable[[], None]) -> None:
 @click.option("--strict", is_flag=True, help="Exit 3 when any wheel had to be excluded.")
 def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
     """List the wheels of a wheelhouse and every wheel that had to be excluded."""
-    from wh.app.lock import scan_wheelhouse
-    from wh.errors import WheelhouseError
+    from wh.app.scan import scan_report
 
     with _hooks(as_json) as hooks:
-        wh = scan_wheelhouse(wheelhouse, hooks)
-    data = {
-        "wheelhouse": str(wheelhouse),
-        "wheels": [
-            {
-                "filename": w.filename,
-                "name": w.name,
-                "version": str(w.version),
-                "tags": sorted(str(t) for t in w.tags),
-                "requires_dist": [str(r) for r in w.requires_dist],
-                "requires_python": str(w.requires_python) if w.requires_python else None,
-                "provides_extra": list(w.provides_extra),
-                "size": w.size,
-                "sha256": w.sha256,
-                "built_locally": w.built_locally,
-            }
-            for w in wh.wheels
-        ],
-        "excluded": [{"filename": p.path.name, "reason": p.reason} for p in wh.problems],
-    }
+        report = scan_report(wheelhouse, hooks)
+    wh = report.wheelhouse
 
     def text() -> None:
         for w in wh.wheels:
@@ -355,13 +336,10 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
         for p in wh.problems:
             click.echo(f"excluded {p}")
 
-    _emit(as_json, data, text)
-    if strict and wh.problems:
-        raise WheelhouseError(
-            f"{len(wh.problems)} wheel(s) excluded from {wheelhouse}",
-            details=[str(p) for p in wh.problems],
-            hint="remove or replace the broken wheels",
-        )
+    _emit(as_json, report.to_json(), text)
+    refusal = report.refusal(strict)
+    if refusal is not None:
+        raise refusal
 
 
 @cli.command()
