@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,20 +11,24 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.utils import NormalizedName
 
+from wh.app import loadscan
+from wh.app.breaking import refuse_breaking
 from wh.app.hooks import Hooks, TargetSpec
 from wh.app.lockreport import LockCheckReport
 from wh.app.scan import scan_wheelhouse
 from wh.env.environment import Environment
 from wh.errors import LockError, ProfileError, ProtectionError, ResolutionError, WheelhouseError
+from wh.install.overwrite import between_wheels
 from wh.install.validate import refuse_ambiguous
 from wh.model import lockfile as lockmod
 from wh.model.candidates import CandidateIndex
+from wh.model.loadoptions import LoadOptions
 from wh.model.manifest import Manifest
 from wh.model.target import Target
+from wh.resolve.resolver import resolve
 from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes
 
-if TYPE_CHECKING:  # the resolver and the load check load only when a lock is made
-    from wh.model.loadoptions import LoadOptions
+if TYPE_CHECKING:
     from wh.model.resolution import Resolution
 
 
@@ -54,10 +58,6 @@ def do_lock(
     load: LoadOptions | None = None,
 ) -> LockResult:
     """Lock ``manifest`` from the wheelhouse; ``resolved`` is the target when already probed."""
-    from wh.app import loadscan
-    from wh.model.loadoptions import LoadOptions
-    from wh.resolve.resolver import resolve
-
     profile = manifest.profile
     if not manifest.requirements:
         raise ProfileError(
@@ -155,8 +155,6 @@ def do_lock(
 
 def _overwrites(resolution: Resolution, allow: tuple[NormalizedName, ...]) -> list[str]:
     """Files two locked wheels both write, in install order (the later one overwrites)."""
-    from wh.install.overwrite import between_wheels
-
     return between_wheels(
         [
             w.path
@@ -170,8 +168,6 @@ def _overwrites(resolution: Resolution, allow: tuple[NormalizedName, ...]) -> li
 
 def build_records(resolution: Resolution) -> dict[str, dict[str, Any]]:
     """Provenance of locally built wheels (``<wheel>.build.json`` beside them)."""
-    import json
-
     out: dict[str, dict[str, Any]] = {}
     for chosen in resolution.packages.values():
         w = chosen.candidate.wheel
@@ -239,24 +235,3 @@ def lock_is_current(
             hint=f"re-lock with `wh lock {manifest.profile.name}` and review the diff",
         )
     return LockCheckReport(lock_path)
-
-
-def refuse_breaking(
-    env: Environment, after: Mapping[NormalizedName, Any], covered: frozenset[NormalizedName]
-) -> None:
-    """Refuse a plan that breaks a requirement of an installed distribution the lock does
-    not cover (pydantic pins pydantic-core; the lock replaces pydantic-core): before any
-    change, with every such requirement at once."""
-    from wh.install.outside import broken_by
-
-    broken = broken_by(env.dists, after, env.target, skip=covered)
-    if broken:
-        names = sorted({b.dist.split()[0] for b in broken})
-        raise ResolutionError(
-            f"the plan would break {len(broken)} requirement(s) of distributions installed "
-            f"in {env.python} outside the lock; nothing was changed",
-            details=[str(b) for b in broken],
-            hint="add them to the profile so the lock resolves them with the rest ("
-            + " ".join(f"-r {n}" for n in names)
-            + "), or remove them from the environment deliberately",
-        )

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from packaging.utils import canonicalize_name
 
 from wh.app.asked import Asked
+from wh.app.breaking import refuse_breaking
 from wh.app.hooks import Hooks
-from wh.app.lock import refuse_breaking
 from wh.app.verify import Finding, closure, guarded, protections, run_checks, whole_environment
 from wh.env.environment import Environment, probe, venv_prefix
 from wh.errors import (

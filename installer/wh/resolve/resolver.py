@@ -23,6 +23,7 @@ from wh.model.profile import Drop, Override
 from wh.model.resolution import Chosen, Resolution
 from wh.model.schedule import order_graph
 from wh.model.target import Target
+from wh.resolve.explain import all_missing, explain_impossible, refusers_hint
 
 _STAND_IN = Version("0")  # the version of a stand-in (Manifest.stand_ins)
 _NO_DROPS: Mapping[NormalizedName, Drop] = MappingProxyType({})
@@ -334,8 +335,6 @@ def _conflict(
 ) -> ResolutionError:
     """The error for a conflict: every missing name at once where names are missing, else
     the conflict explained, with older versions or every refuser of a protected build."""
-    from wh.resolve.explain import all_missing, explain_impossible, refusers_hint
-
     index, target, manifest = problem.index, problem.target, problem.manifest
     over, drop_map = manifest.override_map, manifest.drop_map
     missing = _missing(causes, index)
