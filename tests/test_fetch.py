@@ -521,3 +521,29 @@ def test_a_wheel_the_index_gives_no_sha256_for_is_not_downloaded(tmp_path: Path)
     assert [m.requirement for m in report.missing] == [wheel.name]
     assert "no sha256" in report.missing[0].reason and report.downloaded == []
     assert not list(house.glob("*.whl"))
+
+
+@pytest.mark.parametrize(
+    ("policy", "first"),
+    [("if-necessary-or-explicit", "1.5"), ("allow", "2.0b1"), ("disallow", "1.5")],
+)
+def test_the_read_ahead_follows_the_resolvers_prerelease_rule(
+    tmp_path: Path, policy: str, first: str
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from wh.airgap.indexclient import Http, IndexClient, RemoteFile
+    from wh.airgap.remotesource import Source
+
+    def file(version: str, tag: str = "py3-none-any") -> RemoteFile:
+        name = f"lib-{version}-{tag}.whl"
+        return RemoteFile(name, f"https://x/{name}", "", None, None, False, "", False, "x")
+
+    files = [file("1.0"), file("1.5"), file("2.0b1"), file("3.0", "cp312-cp312-macosx_11_0_arm64")]
+    client = IndexClient("https://x/simple/", Http())
+    with ThreadPoolExecutor(1) as pool:
+        source = Source(client, {}, (), WIN, tmp_path, pool, {}, prereleases=policy)
+        best = source._likeliest(files, None)
+        assert best is not None and best.filename == f"lib-{first}-py3-none-any.whl"
+        only_pre = source._likeliest([file("2.0b1")], None)
+        assert (only_pre is None) == (policy == "disallow")
