@@ -159,6 +159,8 @@ t0 = time.perf_counter()
 from wh.model.wheel import WheelMeta, to_wheel
 from wh.model.target import declared
 from wh.resolve.resolver import resolve
+from wh.model.candidates import CandidateIndex
+from wh.model.manifest import Manifest
 from packaging.requirements import Requirement
 import wh
 t_import = time.perf_counter() - t0
@@ -187,7 +189,9 @@ for i in range(names):
 t_build = time.perf_counter() - t0
 target = declared("manylinux_2_17_x86_64", "3.11")
 t0 = time.perf_counter()
-res = resolve(wheels, target, [Requirement(n(0))])
+res = resolve(
+    Manifest(requirements=(Requirement(n(0)),)), CandidateIndex.build(wheels, target, {})
+)
 t_resolve = time.perf_counter() - t0
 print(f"{len(wheels)} {len(res.packages)} {t_build:.4f} {t_resolve:.4f} {t_import:.4f} "
       f"{wh.__file__}")

@@ -17,6 +17,7 @@ from wh.app.bundle import MANIFEST, extract, make_bundle, open_bundle, write_man
 from wh.app.hooks import Hooks, TargetSpec
 from wh.cli.main import cli
 from wh.errors import LockError
+from wh.model.manifest import Manifest
 from wh.model.profile import Checks, Profile
 
 from tests.factory import make_wheel
@@ -45,7 +46,7 @@ def _bundle(tmp: Path, name: str = "demo.zip", sign: Path | None = None) -> Path
     make_wheel(tool, "wh", __version__)
     out = tmp / name
     make_bundle(
-        PROFILE,
+        Manifest.of(PROFILE),
         _wheelhouse(tmp),
         TargetSpec(Path(sys.executable)),
         out,

@@ -9,6 +9,8 @@ import pytest
 from click.testing import CliRunner
 from wh.cli.main import cli
 from wh.errors import ProfileError
+from wh.model.candidates import CandidateIndex
+from wh.model.manifest import Manifest
 from wh.model.profile import Profile, load_profile
 from wh.model.target import declared
 from wh.resolve.resolver import resolve
@@ -35,7 +37,7 @@ def test_drop_applies_per_requirement_where_its_marker_holds(tmp_path: Path) -> 
     profile = Profile("p").with_flags(
         requirements=["app"], drops=["uvloop; sys_platform == 'win32'", "absent"]
     )
-    res = resolve(wheels, WIN, profile.roots, drops=profile.drops)
+    res = resolve(Manifest.of(profile), CandidateIndex.build(wheels, WIN, {}))
     assert sorted(res.packages) == ["app", "lib"]
     assert [(d.by, d.requirement) for d in res.dropped] == [
         ("app 1.0", "uvloop"),
@@ -44,7 +46,7 @@ def test_drop_applies_per_requirement_where_its_marker_holds(tmp_path: Path) -> 
     assert {d.marker for d in res.dropped} == {'sys_platform == "win32"'}
     assert [d.name for d in res.unused_drops] == ["absent"]
     # on Linux the marker does not hold: uvloop is resolved as usual, the drop is unused
-    res = resolve(wheels, LINUX, profile.roots, drops=profile.drops)
+    res = resolve(Manifest.of(profile), CandidateIndex.build(wheels, LINUX, {}))
     assert sorted(res.packages) == ["app", "lib", "uvloop"]
     assert res.dropped == () and [d.name for d in res.unused_drops] == ["absent", "uvloop"]
 

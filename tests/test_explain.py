@@ -10,6 +10,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from wh.errors import ResolutionError
 from wh.model.candidates import CandidateIndex
+from wh.model.manifest import Manifest
 from wh.model.profile import Override
 from wh.model.target import declared
 from wh.resolve.resolver import resolve
@@ -22,6 +23,10 @@ LINUX = declared("manylinux_2_28_x86_64", "3.12")
 ROOT = scenarios_root()
 
 
+def _manifest(*roots: str) -> Manifest:
+    return Manifest(requirements=tuple(Requirement(r) for r in roots))
+
+
 def _scenario_error(sid: str, tmp_path: Path) -> ResolutionError:
     if ROOT is None:
         pytest.skip("the shared resolver scenarios are absent")
@@ -29,7 +34,8 @@ def _scenario_error(sid: str, tmp_path: Path) -> ResolutionError:
     sc.build_wheelhouse(tmp_path)
     wheels = scan(tmp_path, use_cache=False).wheels
     with pytest.raises(ResolutionError) as info:
-        resolve(wheels, sc.target(), sc.roots(), prereleases=sc.prereleases)
+        manifest = Manifest(requirements=tuple(sc.roots()), prereleases=sc.prereleases)
+        resolve(manifest, CandidateIndex.build(wheels, sc.target(), {}))
     return info.value
 
 
@@ -117,7 +123,7 @@ def test_explanation_shows_the_whole_chain_from_the_profile(tmp_path: Path) -> N
     make_wheel(tmp_path, "leaf", "2.0")
     wheels = scan(tmp_path, use_cache=False).wheels
     with pytest.raises(ResolutionError) as info:
-        resolve(wheels, LINUX, [Requirement("app"), Requirement("other")])
+        resolve(_manifest("app", "other"), CandidateIndex.build(wheels, LINUX, {}))
     err = info.value
     assert err.message == (
         "cannot satisfy the requirements on leaf from the wheelhouse "
@@ -138,7 +144,10 @@ def test_explanation_names_the_override_that_caused_the_conflict(tmp_path: Path)
     wheels = scan(tmp_path, use_cache=False).wheels
     override = Override(Requirement("sglang-kernel==0.4.5"), reason="needs the 0.4.5 fix")
     with pytest.raises(ResolutionError) as info:
-        resolve(wheels, LINUX, [Requirement("sglang")], overrides=[override])
+        resolve(
+            Manifest(requirements=(Requirement("sglang"),), overrides=(override,)),
+            CandidateIndex.build(wheels, LINUX, {}),
+        )
     text = info.value.render()
     assert (
         "sglang 0.5.10 requires sglang-kernel==0.4.5 "
@@ -156,7 +165,7 @@ def test_explanation_names_the_rejected_wheel_of_a_version_another_wheel_provide
     make_wheel(tmp_path, "a", "1.0", tag="cp312-cp312-manylinux_2_17_x86_64")
     wheels = scan(tmp_path, use_cache=False).wheels
     with pytest.raises(ResolutionError) as info:
-        resolve(wheels, LINUX, [Requirement("a>=2")])
+        resolve(_manifest("a>=2"), CandidateIndex.build(wheels, LINUX, {}))
     assert info.value.details == (
         "a:",
         "  - profile requires a>=2",

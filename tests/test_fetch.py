@@ -25,6 +25,7 @@ from wh.airgap.simpleindex import build_index, core_metadata
 from wh.app.fetch import fetch, parse_index_option
 from wh.cli.main import cli
 from wh.errors import ProfileError
+from wh.model.manifest import Manifest
 from wh.model.profile import Override, Profile
 from wh.model.target import declared
 
@@ -61,7 +62,7 @@ def test_fetch_backtracks_downloads_exactly_the_closure_and_locks(tmp_path: Path
     _stack(up)
     url = _index(up)
     profile = Profile("p").with_flags(requirements=["app"], drops=DROPS)
-    report = fetch(profile, house, [(WIN, None)], index_url=url)
+    report = fetch(Manifest.of(profile), house, [(WIN, None)], index_url=url)
     assert report.missing == []
     assert sorted(report.downloaded) == [
         "app-1.0-py3-none-any.whl",
@@ -81,7 +82,7 @@ def test_fetch_backtracks_downloads_exactly_the_closure_and_locks(tmp_path: Path
         "torch": "2.9.1",
         "vision": "0.24",
     }
-    again = fetch(profile, house, [(WIN, None)], index_url=url)
+    again = fetch(Manifest.of(profile), house, [(WIN, None)], index_url=url)
     assert again.downloaded == [] and sorted(again.present) == sorted(report.downloaded)
 
 
@@ -147,7 +148,10 @@ def test_a_different_file_of_the_same_name_is_refused(tmp_path: Path) -> None:
     url = _index(up)
     make_wheel(house, "lib", "1.0", files={"lib/__init__.py": b"# not the index's\n"})
     report = fetch(
-        Profile("p").with_flags(requirements=["lib"]), house, [(WIN, None)], index_url=url
+        Manifest.of(Profile("p").with_flags(requirements=["lib"])),
+        house,
+        [(WIN, None)],
+        index_url=url,
     )
     assert [m.requirement for m in report.missing] == ["lib-1.0-py3-none-any.whl"]
     assert "different file of this name" in report.missing[0].reason
@@ -165,7 +169,7 @@ def test_a_wheel_only_the_wheelhouse_has_joins_the_closure(tmp_path: Path) -> No
     local = make_wheel(house, "sglang-kernel", "0.4.3", tag="cp310-abi3-win_amd64")
     profile = Profile("p", overrides=(Override(Requirement("sglang-kernel==0.4.3")),))
     profile = profile.with_flags(requirements=["sglang"])
-    report = fetch(profile, house, [(WIN, None)], index_url=url, dry_run=True)
+    report = fetch(Manifest.of(profile), house, [(WIN, None)], index_url=url, dry_run=True)
     entry = next(e for e in report.closure if e.name == "sglang-kernel")
     assert entry.url is None and entry.filename == local.name
     assert entry.sha256 == hashlib.sha256(local.read_bytes()).hexdigest()
@@ -180,7 +184,7 @@ def test_a_package_index_is_the_only_source_of_its_package(tmp_path: Path) -> No
     make_wheel(other, "torch", "2.9.1+cu130", tag="cp312-cp312-win_amd64")
     profile = Profile("p").with_flags(requirements=["app"])
     report = fetch(
-        profile,
+        Manifest.of(profile),
         house,
         [(WIN, None)],
         index_url=_index(up),
@@ -197,7 +201,9 @@ def test_protected_build_not_on_the_index_is_kept_with_advice(tmp_path: Path) ->
     make_wheel(up, "app", "1.0", ["torch==2.9.1"])
     make_wheel(up, "torch", "2.9.1", tag="cp312-cp312-win_amd64")
     profile = Profile("p").with_flags(requirements=["app"], protections=["torch==2.9.1+cu130"])
-    report = fetch(profile, tmp_path / "h", [(WIN, None)], index_url=_index(up), dry_run=True)
+    report = fetch(
+        Manifest.of(profile), tmp_path / "h", [(WIN, None)], index_url=_index(up), dry_run=True
+    )
     assert [e.name for e in report.closure] == ["app"]
     assert len(report.kept) == 1 and "--index torch=URL" in report.kept[0]
 
@@ -504,7 +510,35 @@ def test_a_wheel_the_index_gives_no_sha256_for_is_not_downloaded(tmp_path: Path)
     (page / "index.html").write_text(f'<a href="../../{wheel.name}">{wheel.name}</a>\n')
     house = tmp_path / "house"
     profile = Profile("p").with_flags(requirements=["lib"])
-    report = fetch(profile, house, [(WIN, None)], index_url=(up / "simple").as_uri() + "/")
+    report = fetch(
+        Manifest.of(profile), house, [(WIN, None)], index_url=(up / "simple").as_uri() + "/"
+    )
     assert [m.requirement for m in report.missing] == [wheel.name]
     assert "no sha256" in report.missing[0].reason and report.downloaded == []
     assert not list(house.glob("*.whl"))
+
+
+@pytest.mark.parametrize(
+    ("policy", "first"),
+    [("if-necessary-or-explicit", "1.5"), ("allow", "2.0b1"), ("disallow", "1.5")],
+)
+def test_the_read_ahead_follows_the_resolvers_prerelease_rule(
+    tmp_path: Path, policy: str, first: str
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from wh.airgap.indexclient import Http, IndexClient, RemoteFile
+    from wh.airgap.remotesource import Source
+
+    def file(version: str, tag: str = "py3-none-any") -> RemoteFile:
+        name = f"lib-{version}-{tag}.whl"
+        return RemoteFile(name, f"https://x/{name}", "", None, None, False, "", False, "x")
+
+    files = [file("1.0"), file("1.5"), file("2.0b1"), file("3.0", "cp312-cp312-macosx_11_0_arm64")]
+    client = IndexClient("https://x/simple/", Http())
+    with ThreadPoolExecutor(1) as pool:
+        source = Source(client, {}, (), WIN, tmp_path, pool, {}, prereleases=policy)
+        best = source._likeliest(files, None)
+        assert best is not None and best.filename == f"lib-{first}-py3-none-any.whl"
+        only_pre = source._likeliest([file("2.0b1")], None)
+        assert (only_pre is None) == (policy == "disallow")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from wh.install.backend import uv_binary
+from wh.model.manifest import Manifest
 
 from tests.factory import make_wheel
 from tests.fixtures import make_venv, run_wh
@@ -209,26 +210,37 @@ def test_a_fetch_with_nothing_new_reuses_its_resolution_until_refresh(tmp_path: 
     r = run_wh("index", "--wheelhouse", root)
     assert r.returncode == 0, r.stderr
     with serve(root, tmp_path) as url:
-        first = fetch(profile, house, [(win, None)], index_url=url, http=Http())
+        first = fetch(Manifest.of(profile), house, [(win, None)], index_url=url, http=Http())
         assert sorted(first.downloaded) == ["app-1.0-py3-none-any.whl", "lib-1.0-py3-none-any.whl"]
         http = Http()
-        again = fetch(profile, house, [(win, None)], index_url=url, http=http)
+        again = fetch(Manifest.of(profile), house, [(win, None)], index_url=url, http=http)
         assert again.replayed == [win.description] and http.requests == 0
         assert again.downloaded == [] and len(again.present) == 2
         make_wheel(root, "lib", "2.0")
         assert run_wh("index", "--wheelhouse", root).returncode == 0
-        stale = fetch(profile, house, [(win, None)], index_url=url, dry_run=True, http=Http())
+        stale = fetch(
+            Manifest.of(profile), house, [(win, None)], index_url=url, dry_run=True, http=Http()
+        )
         assert {e.version for e in stale.closure if e.name == "lib"} == {"1.0"}
         fresh = fetch(
-            profile, house, [(win, None)], index_url=url, dry_run=True, http=Http(refresh=True)
+            Manifest.of(profile),
+            house,
+            [(win, None)],
+            index_url=url,
+            dry_run=True,
+            http=Http(refresh=True),
         )
         assert fresh.replayed == [] and {e.version for e in fresh.closure if e.name == "lib"} == {
             "2.0"
         }
-        remembered = fetch(profile, house, [(win, None)], index_url=url, dry_run=True, http=Http())
+        remembered = fetch(
+            Manifest.of(profile), house, [(win, None)], index_url=url, dry_run=True, http=Http()
+        )
         assert remembered.replayed == [win.description]  # what the refreshed run resolved
         make_wheel(house, "lib", "3.0")  # a wheel the remembered resolution never saw
-        local = fetch(profile, house, [(win, None)], index_url=url, dry_run=True, http=Http())
+        local = fetch(
+            Manifest.of(profile), house, [(win, None)], index_url=url, dry_run=True, http=Http()
+        )
         assert local.replayed == [] and {e.version for e in local.closure if e.name == "lib"} == {
             "3.0"
         }

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 from wh.errors import ResolutionError
-from wh.model.candidates import Pinned
+from wh.model.candidates import CandidateIndex, Pinned
+from wh.model.manifest import Manifest
 from wh.model.overrides import Applied
 from wh.model.profile import Override
 from wh.model.requiredby import RequiredBy
@@ -60,8 +61,22 @@ def house(tmp_path: Path) -> House:
     return House(tmp_path / "wheelhouse")
 
 
-def _resolve(house: House, *roots: str, target: Target = LINUX, **kw: object) -> Resolution:
-    return resolve(house.wheels, target, [Requirement(r) for r in roots], **kw)  # type: ignore[arg-type]
+def _resolve(
+    house: House,
+    *roots: str,
+    target: Target = LINUX,
+    overrides: Iterable[Override] = (),
+    pins: Mapping[NormalizedName, Pinned] | None = None,
+    prereleases: str = "if-necessary-or-explicit",
+    undeclared: Iterable[NormalizedName] = (),
+) -> Resolution:
+    manifest = Manifest(
+        requirements=tuple(Requirement(r) for r in roots),
+        overrides=tuple(overrides),
+        prereleases=prereleases,
+        undeclared=frozenset(undeclared),
+    )
+    return resolve(manifest, CandidateIndex.build(house.wheels, target, dict(pins or {})))
 
 
 def _fails(house: House, *roots: str, target: Target = LINUX, **kw: object) -> str:
@@ -263,15 +278,15 @@ def test_answer_does_not_depend_on_the_order_of_wheels(house: House) -> None:
     house.add("c", "2.0", tag="cp312-cp312-manylinux_2_17_x86_64")
     house.add("d", "1.0").add("d", "1.0+local")
     wheels = house.wheels
-    roots = [Requirement("app")]
-    expected = resolve(wheels, LINUX, roots)
+    manifest = Manifest(requirements=(Requirement("app"),))
+    expected = resolve(manifest, CandidateIndex.build(wheels, LINUX, {}))
     assert expected.versions() == {"app": "2.0", "b": "1.0", "c": "2.0"}
     chosen_c = expected.packages[canonicalize_name("c")].candidate.wheel
     assert chosen_c is not None and "manylinux" in chosen_c.filename
     for seed in range(5):
         shuffled = list(wheels)
         random.Random(seed).shuffle(shuffled)
-        again = resolve(shuffled, LINUX, roots)
+        again = resolve(manifest, CandidateIndex.build(shuffled, LINUX, {}))
         assert again == expected
 
 

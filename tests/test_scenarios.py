@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from wh.errors import ResolutionError
+from wh.model.candidates import CandidateIndex
+from wh.model.manifest import Manifest
 from wh.model.wheel import Wheel
 from wh.resolve.resolver import resolve
 from wh.wheelhouse.scan import scan
@@ -47,7 +49,8 @@ def wheelhouse(sc: Scenario, folder: Path) -> list[Wheel]:
 def answer(sc: Scenario, wheels: Sequence[Wheel]) -> dict[str, str] | str:
     """The versions wh picks, or the rendered error when it finds none."""
     try:
-        res = resolve(wheels, sc.target(), sc.roots(), prereleases=sc.prereleases)
+        manifest = Manifest(requirements=tuple(sc.roots()), prereleases=sc.prereleases)
+        res = resolve(manifest, CandidateIndex.build(wheels, sc.target(), {}))
     except ResolutionError as exc:
         return exc.render()
     unexplained = sorted(n for n, c in res.packages.items() if not c.required_by)

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from wh.app.hooks import Hooks, TargetSpec
-from wh.app.workflow import do_lock, verify_wheels
+from wh.app.lock import do_lock
+from wh.app.workflow import verify_wheels
 from wh.errors import LockError
 from wh.model import lockfile as lockmod
+from wh.model.manifest import Manifest
 from wh.model.profile import Profile
 
 from tests.factory import make_wheel
@@ -24,7 +26,7 @@ def _lock(tmp_path: Path) -> lockmod.Lock:
     make_wheel(house, "lib", "2.0")
     lock_path = tmp_path / "pylock.toml"
     profile = Profile(name="bench", requirements=(Requirement("app"),))
-    do_lock(profile, house, lock_path, SPEC, Hooks())
+    do_lock(Manifest.of(profile), house, lock_path, SPEC, Hooks())
     return lockmod.read(lock_path)
 
 

@@ -23,6 +23,7 @@ from packaging.version import Version
 
 from wh.airgap.indexclient import IndexClient, RemoteFile
 from wh.errors import WheelhouseError
+from wh.model.manifest import DEFAULT_PRERELEASES, order_prereleases
 from wh.model.profile import Drop, Override
 from wh.model.target import Target
 from wh.model.wheel import Wheel, WheelMeta
@@ -101,8 +102,10 @@ class Source:
         local_only: Iterable[NormalizedName] = (),
         ahead_pool: ThreadPoolExecutor | None = None,
         overrides: Mapping[NormalizedName, Override] | None = None,
+        prereleases: str = DEFAULT_PRERELEASES,
     ) -> None:
         self.ahead_pool = ahead_pool or pool
+        self.prereleases = prereleases
         self.overrides = dict(overrides or {})
         self.local_only = frozenset(local_only)
         self.default = default
@@ -228,10 +231,10 @@ class Source:
             if rank is None:
                 continue
             fits.append((version, -rank, f))
-        if not fits:
-            return None
-        finals = [x for x in fits if not x[0].is_prerelease] or fits
-        return max(finals, key=lambda x: (x[0], x[1]))[2]
+        # the resolver's first try: the newest, best-ranked, in the prerelease policy's order
+        fits.sort(key=lambda x: (x[0], x[1]), reverse=True)
+        tried = order_prereleases(fits, self.prereleases, lambda x: x[0])
+        return tried[0][2] if tried else None
 
     def _follow(self, fut: Future[WheelMeta]) -> None:
         """Request the pages of a wheel's dependencies on this target."""

@@ -19,11 +19,13 @@ from packaging.requirements import Requirement
 from wh import __version__
 from wh.app.fetch import configured_pip_env, fetch
 from wh.app.hooks import Hooks, TargetSpec
-from wh.app.workflow import do_lock
+from wh.app.lock import do_lock
 from wh.env.environment import Environment
 from wh.errors import LockError, WheelhouseError
 from wh.hashing import sha256_file, sha256_many
 from wh.model import lockfile as lockmod
+from wh.model.candidates import CandidateIndex
+from wh.model.manifest import Manifest
 from wh.model.profile import Profile
 from wh.model.resolution import Resolution
 from wh.model.target import Target
@@ -58,12 +60,26 @@ class BundleResult:
     # must already have exactly these, or the bundle's install is refused
     needs_installed: tuple[str, ...] = ()
 
+    def to_json(self) -> dict[str, object]:
+        """What `wh bundle --json` prints."""
+        return {
+            "bundle": str(self.path),
+            "lock": self.lock_name,
+            "packages": list(self.packages),
+            "wh_wheels": list(self.tool_wheels),
+            "files": self.files,
+            "size": self.size,
+            "sha256": self.sha256,
+            "signed_by": self.signed_by,
+            "needs_installed": list(self.needs_installed),
+        }
+
 
 # -- making a bundle ------------------------------------------------------------------------
 
 
 def make_bundle(
-    profile: Profile,
+    manifest: Manifest,
     wheelhouse: Path,
     spec: TargetSpec,
     output: Path,
@@ -73,7 +89,7 @@ def make_bundle(
     source: Path | None = None,
     sign_key: Path | None = None,
 ) -> BundleResult:
-    """Lock ``profile`` for the target and write the bundle archive to ``output``.
+    """Lock ``manifest`` for the target and write the bundle archive to ``output``.
 
     ``tool_wheels`` is a folder holding wh's wheel and its dependencies for the target; by
     default wh's wheel is built from its source tree and the dependencies are fetched.
@@ -85,11 +101,12 @@ def make_bundle(
     from wh.airgap import signing
 
     key = signing.load_private_key(sign_key) if sign_key is not None else None
+    profile = manifest.profile
     target, env = spec.resolve()
     with tempfile.TemporaryDirectory(prefix="wh-bundle-") as tmp:
         stage = Path(tmp) / "bundle"
         (stage / WHEELS).mkdir(parents=True)
-        first = do_lock(profile, wheelhouse, stage / "first.toml", spec, hooks, write=False)
+        first = do_lock(manifest, wheelhouse, stage / "first.toml", spec, hooks, write=False)
         for chosen in first.resolution.packages.values():
             w = chosen.candidate.wheel
             if w is None:
@@ -100,7 +117,7 @@ def make_bundle(
                 shutil.copy2(record, stage / WHEELS / record.name)
         lock_name = f"pylock.{profile.name}.toml"
         hooks.status(f"locking {profile.name} for {target.description} inside the bundle")
-        done = do_lock(profile, stage / WHEELS, stage / lock_name, spec, hooks)
+        done = do_lock(manifest, stage / WHEELS, stage / lock_name, spec, hooks)
         if done.overwrites:  # the install would refuse them offline: refuse here, online
             from wh.install.overwrite import allow_hint
 
@@ -143,8 +160,8 @@ def make_bundle(
         )
         write_manifest(stage)
         if key is not None:
-            manifest = (stage / MANIFEST).read_bytes()
-            (stage / signing.SIGNATURE).write_text(signing.sign(manifest, key), encoding="utf-8")
+            sums = (stage / MANIFEST).read_bytes()
+            (stage / signing.SIGNATURE).write_text(signing.sign(sums, key), encoding="utf-8")
         hooks.status(f"writing {output}")
         write_archive(stage, output, top=_stem(output))
         files = sum(1 for p in stage.rglob("*") if p.is_file())
@@ -211,14 +228,17 @@ def collect_tool_wheels(
 ) -> list[str]:
     """Copy wh's wheel and its runtime closure for ``target`` (uv and pip included) to dest."""
     wh_profile = Profile(name="wh", requirements=(Requirement(f"wh=={__version__}"),))
+    wh_manifest = Manifest.of(wh_profile)
     resolution: Resolution
     if tool_wheels is not None:
-        resolution = resolve(scan(tool_wheels).wheels, target, wh_profile.roots)
+        resolution = resolve(
+            wh_manifest, CandidateIndex.build(scan(tool_wheels).wheels, target, {})
+        )
     else:
         house = cache_dir() / "bundle-wheels"
         house.mkdir(parents=True, exist_ok=True)
         build_wh_wheel(source or source_tree(), house, hooks)
-        report = fetch(wh_profile, house, [(target, env)], status=hooks.status, local_only=["wh"])
+        report = fetch(wh_manifest, house, [(target, env)], status=hooks.status, local_only=["wh"])
         if report.missing:
             raise WheelhouseError(
                 f"wh's own dependencies cannot be had as wheels for {target.description}",

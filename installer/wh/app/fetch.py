@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +24,19 @@ from packaging.version import Version
 from wh.airgap import fetchmemo
 from wh.airgap.indexclient import Http, IndexClient, RemoteFile, configured_index
 from wh.airgap.remotesource import RemoteWheel, Source
+from wh.app.hooks import TargetSpec
 from wh.env.environment import Environment
 from wh.errors import ProfileError, ResolutionError, WheelhouseError
 from wh.model.candidates import CandidateIndex, Pinned
+from wh.model.manifest import Manifest, StandIns
 from wh.model.overrides import Dropped
-from wh.model.profile import Drop, Profile
+from wh.model.profile import Drop
 from wh.model.requiredby import RequiredBy
 from wh.model.resolution import Resolution
 from wh.model.target import Target
 from wh.model.wheel import Wheel
 from wh.resolve.resolver import resolve
-from wh.wheelhouse.scan import Wheelhouse, known_digests, remember_digests, scan
+from wh.wheelhouse.scan import known_digests, remember_digests, scan
 
 _JOBS = 16  # project pages and metadata files in flight
 _DOWNLOADS = 6  # wheels downloading at once
@@ -89,6 +91,46 @@ class FetchReport:
     unused_drops: list[tuple[str, Drop]] = field(default_factory=list)
     resolutions: dict[str, Resolution] = field(default_factory=dict)  # the local re-lock
     indexes: dict[str, str] = field(default_factory=dict)
+    wheelhouse: Path = Path("wheelhouse")
+    dry_run: bool = False
+
+    def resolved_per_target(self) -> dict[str, int]:
+        """How many wheels the closure holds for each target, in the order resolved."""
+        out: dict[str, int] = {}
+        for e in self.closure:
+            out[e.target] = out.get(e.target, 0) + 1
+        return out
+
+    def refusal(self) -> WheelhouseError | None:
+        """The error (exit 3) a fetch that could not have everything ends with, else None."""
+        if not self.missing:
+            return None
+        return WheelhouseError(
+            f"{len(self.missing)} requirement(s) cannot be had as wheels; nothing was downloaded"
+            if not self.downloaded
+            else f"{len(self.missing)} wheel(s) could not be had",
+            details=[str(m) for m in self.missing],
+            hint="follow the advice on each line, then run `wh fetch` again: wheels already "
+            "in the wheelhouse are checked, not downloaded twice",
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """What `wh fetch --json` prints."""
+        return {
+            "closure": [e.to_json() for e in self.closure],
+            "missing": [dict(m.__dict__) for m in self.missing],
+            "kept": self.kept,
+            "dropped": [{"target": t, **d.__dict__} for t, d in self.dropped],
+            "unused_drops": [{"target": t, "drop": d.describe()} for t, d in self.unused_drops],
+            "dry_run": self.dry_run,
+            "wheelhouse": str(self.wheelhouse),
+            "indexes": self.indexes,
+            "downloaded": self.downloaded,
+            "downloaded_bytes": self.downloaded_bytes,
+            "download_seconds": round(self.download_seconds, 3),
+            "present": self.present,
+            "resolutions": {t: r.versions() for t, r in self.resolutions.items()},
+        }
 
 
 # -- advice for what cannot be had ------------------------------------------------------------
@@ -181,16 +223,15 @@ PinsFor = Callable[[Sequence[Wheel]], Mapping[NormalizedName, Pinned]]
 
 
 def resolve_target(
-    profile: Profile,
+    manifest: Manifest,
     source: Source,
     target: Target,
     pins_for: PinsFor,
     report: FetchReport,
     status: Callable[[str], None],
-    prereleases: str = "if-necessary-or-explicit",
 ) -> Resolution | None:
-    """Resolve the profile for one target over the index; record what cannot be had."""
-    protected = [p.name for p in profile.protections]
+    """Resolve the manifest for one target over the index; record what cannot be had."""
+    protected = [p.name for p in manifest.protections]
     candidates: list[Wheel] = []
     for n in protected:
         candidates += [w for w in source.wheels(n) if target.wheel_rank(w.tags) is not None]
@@ -208,28 +249,19 @@ def resolve_target(
                     "(e.g. https://download.pytorch.org/whl/cu130)"
                 )
 
-    def run(placeholders: bool) -> Resolution:
+    def run(stand_ins: StandIns) -> Resolution:
+        # what the target has installed is not preferred: the closure is fetched whole
         index = CandidateIndex.lazy(source.wheels, target, pins)
-        return resolve(
-            (),
-            target,
-            profile.roots,
-            overrides=profile.overrides,
-            pins=pins,
-            prereleases=prereleases,
-            drops=profile.drops,
-            index=index,
-            placeholders=placeholders,
-            undeclared=[canonicalize_name(e.requirement.name) for e in profile.extras],
-        )
+        return resolve(replace(manifest, stand_ins=stand_ins), index)
 
+    profile = manifest.profile
     status(f"resolving {profile.name} for {target.description} over {source.default.url}")
     try:
-        res = run(False)
+        res = run(StandIns())
     except ResolutionError as strict:
         status(f"no complete resolution ({strict.message}); looking for what cannot be had")
         try:
-            res = run(True)
+            res = run(StandIns(absent=True))
         except ResolutionError:
             raise strict from None
         if not res.unavailable:
@@ -348,7 +380,7 @@ def download_closure(
 
 
 def fetch(
-    profile: Profile,
+    manifest: Manifest,
     wheelhouse: Path,
     targets: Sequence[tuple[Target, Environment | None]],
     *,
@@ -361,11 +393,10 @@ def fetch(
     local_only: Iterable[str] = (),
     refresh: bool = False,
 ) -> FetchReport:
-    """Resolve ``profile`` for every target over the index, then (unless ``dry_run``)
+    """Resolve ``manifest`` for every target over the index, then (unless ``dry_run``)
     download exactly the resolved wheels into ``wheelhouse`` and check that it locks."""
-    from wh.app.workflow import pins_for
-
-    if not profile.roots:
+    profile = manifest.profile
+    if not manifest.requirements:
         raise ProfileError(
             f"profile {profile.name!r} has no requirements",
             hint="add requirements to the profile or pass --requirement",
@@ -375,14 +406,18 @@ def fetch(
     http = http or Http(refresh=refresh)
     default = IndexClient(index_url or configured_index(), http)
     pinned = {n: IndexClient(u, http) for n, u in pinned_urls.items()}
-    report = FetchReport(indexes={"*": default.url, **dict(sorted(pinned_urls.items()))})
+    report = FetchReport(
+        indexes={"*": default.url, **dict(sorted(pinned_urls.items()))},
+        wheelhouse=wheelhouse,
+        dry_run=dry_run,
+    )
     if not dry_run:
         wheelhouse.mkdir(parents=True, exist_ok=True)
     local = scan(wheelhouse, hashes=False).wheels if wheelhouse.is_dir() else ()
-    drops = {d.name: d for d in profile.drops}
+    drops = manifest.drop_map
     only_here = {canonicalize_name(n) for n in local_only}
     resolutions: dict[str, Resolution] = {}
-    over = {o.name: o for o in profile.overrides}
+    over = manifest.override_map
     with (
         ThreadPoolExecutor(max_workers=_JOBS // 2) as pool,
         ThreadPoolExecutor(max_workers=_JOBS) as ahead,
@@ -390,7 +425,10 @@ def fetch(
         try:
             for target, env in targets:
                 memo_key = fetchmemo.key(
-                    repr(profile), target, report.indexes, {"local_only": sorted(only_here)}
+                    repr(profile),
+                    target,
+                    report.indexes,
+                    {"local_only": sorted(only_here), "prereleases": manifest.prereleases},
                 )
                 if env is None and _replay(fetchmemo.recall(memo_key, local, http), report, drops):
                     status(
@@ -400,9 +438,19 @@ def fetch(
                     continue
                 before = len(report.closure), len(report.kept), len(report.missing)
                 source = Source(
-                    default, pinned, local, target, wheelhouse, pool, drops, only_here, ahead, over
+                    default,
+                    pinned,
+                    local,
+                    target,
+                    wheelhouse,
+                    pool,
+                    drops,
+                    only_here,
+                    ahead,
+                    over,
+                    manifest.prereleases,
                 )
-                for r in profile.roots:
+                for r in manifest.requirements:
                     n = canonicalize_name(r.name)
                     o = over.get(n)
                     source.page(n, o.requirement.specifier if o else r.specifier)
@@ -410,11 +458,12 @@ def fetch(
                 def pins(
                     wheels: Sequence[Wheel], t: Target = target, e: Environment | None = env
                 ) -> Mapping[NormalizedName, Pinned]:
-                    house = Wheelhouse(wheelhouse, (*local, *wheels), ())
-                    return pins_for(profile, t, e, house)[0]
+                    dists = e.dists if e is not None else None
+                    where = str(e.python) if e is not None else ""
+                    return manifest.pins_for(t, dists, (*local, *wheels), where)[0]
 
                 try:
-                    res = resolve_target(profile, source, target, pins, report, status)
+                    res = resolve_target(manifest, source, target, pins, report, status)
                 finally:
                     source.closed = True
                 if res is not None:
@@ -436,7 +485,7 @@ def fetch(
     download_closure(report.closure, wheelhouse, http, report, status, jobs)
     if report.missing:
         return report
-    _check_locks(profile, wheelhouse, targets, report, status)
+    _check_locks(manifest, wheelhouse, targets, report, status)
     return report
 
 
@@ -485,36 +534,27 @@ def _local_hashes(report: FetchReport, local: Iterable[Wheel]) -> None:
 
 
 def _with_sha(e: ClosureEntry, sha256: str) -> ClosureEntry:
-    from dataclasses import replace
-
     return replace(e, sha256=sha256)
 
 
 def _check_locks(
-    profile: Profile,
+    manifest: Manifest,
     wheelhouse: Path,
     targets: Sequence[tuple[Target, Environment | None]],
     report: FetchReport,
     status: Callable[[str], None],
 ) -> None:
     """The wheelhouse the fetch leaves locks for every target (as `wh lock` would)."""
-    from wh.app.workflow import pins_for
-
     house = scan(wheelhouse, hashes=False)
     # a later fetch (or lock) finds these digests instead of hashing the wheels again
     remember_digests({p: d for p, d in report.digests.items() if d})
     for target, env in targets:
-        status(f"checking that {wheelhouse} locks {profile.name} for {target.description}")
-        pins = pins_for(profile, target, env, house)[0]
-        report.resolutions[target.description] = resolve(
-            house.wheels,
-            target,
-            profile.roots,
-            overrides=profile.overrides,
-            pins=pins,
-            drops=profile.drops,
-            undeclared=[canonicalize_name(e.requirement.name) for e in profile.extras],
-        )
+        status(f"checking that {wheelhouse} locks {manifest.profile.name} for {target.description}")
+        dists = env.dists if env is not None else None
+        where = str(env.python) if env is not None else ""
+        pins = manifest.pins_for(target, dists, house.wheels, where)[0]
+        index = CandidateIndex.build(house.wheels, target, pins)
+        report.resolutions[target.description] = resolve(manifest, index)
 
 
 def parse_index_option(values: Iterable[str]) -> dict[str, str]:
@@ -550,20 +590,13 @@ def pip_env_note() -> str:
     )
 
 
-def fetch_json(report: FetchReport, wheelhouse: Path, dry_run: bool) -> dict[str, object]:
-    """What `wh fetch --json` prints."""
-    return {
-        "closure": [e.to_json() for e in report.closure],
-        "missing": [dict(m.__dict__) for m in report.missing],
-        "kept": report.kept,
-        "dropped": [{"target": t, **d.__dict__} for t, d in report.dropped],
-        "unused_drops": [{"target": t, "drop": d.describe()} for t, d in report.unused_drops],
-        "dry_run": dry_run,
-        "wheelhouse": str(wheelhouse),
-        "indexes": report.indexes,
-        "downloaded": report.downloaded,
-        "downloaded_bytes": report.downloaded_bytes,
-        "download_seconds": round(report.download_seconds, 3),
-        "present": report.present,
-        "resolutions": {t: r.versions() for t, r in report.resolutions.items()},
-    }
+def fetch_targets(
+    python: Path | None, platforms: Sequence[str], python_versions: Sequence[str]
+) -> list[tuple[Target, Environment | None]]:
+    """The targets a fetch resolves for: every declared platform with every Python version,
+    and the live interpreter (``python``, else the active one) when given or when none is
+    declared."""
+    targets = [TargetSpec(None, p, v).resolve() for p in platforms for v in python_versions]
+    if python or not targets:
+        targets.append(TargetSpec(python).resolve())
+    return targets

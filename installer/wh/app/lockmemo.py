@@ -18,12 +18,15 @@ import json
 import logging
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wh.app.hooks import Hooks, TargetSpec
+from wh.app.lockreport import LockReport
 from wh.cache.stamps import cache_file, code_stamp, stat_key, write_json
 from wh.env.environment import Environment
+from wh.model.manifest import Manifest
 from wh.model.profile import Profile
 from wh.model.target import Target
 from wh.wheel import buildrecord
@@ -131,23 +134,21 @@ def remember(memo_key: str, lock_path: Path, data: bytes, report: dict[str, Any]
 
 
 def lock_report(
-    profile: Profile,
+    manifest: Manifest,
     wheelhouse: Path,
     lock_path: Path,
     spec: TargetSpec,
     hooks: Hooks,
     *,
-    prereleases: str = "if-necessary-or-explicit",
-    use_installed: bool = True,
     index_url: str | None = None,
     load: LoadOptions | None = None,
-) -> dict[str, Any]:
+) -> LockReport:
     """``wh lock``: the remembered report when nothing changed, else a fresh lock's."""
     from concurrent.futures import ThreadPoolExecutor
 
     options = {
-        "prereleases": prereleases,
-        "use_installed": use_installed,
+        "prereleases": manifest.prereleases,
+        "use_installed": manifest.keep_installed,
         "given": [str(wheelhouse), str(lock_path)],
         "index_url": index_url,
         "load": load.to_json() if load else None,
@@ -158,31 +159,28 @@ def lock_report(
         target, env = probing.result()
     memo_key = ""
     if stamp is not None and enabled():
-        memo_key = key(profile, wheelhouse, stamp, lock_path, target, env, options)
+        memo_key = key(manifest.profile, wheelhouse, stamp, lock_path, target, env, options)
     if memo_key:
-        report = recall(memo_key, lock_path)
-        if report is not None:  # -v shows it: nothing was resolved
+        remembered = recall(memo_key, lock_path)
+        if remembered is not None:  # -v shows it: nothing was resolved
             logging.getLogger("wh.lock").info(
                 "%s stands: its inputs are what the last lock recorded (lock memo)", lock_path
             )
-        if report is not None:
-            return {**report, "changed": False}
+            return replace(LockReport.from_json(remembered), changed=False)
 
-    from wh.app.workflow import do_lock, lock_summary
+    from wh.app.lock import do_lock
 
     result = do_lock(
-        profile,
+        manifest,
         wheelhouse,
         lock_path,
         spec,
         hooks,
-        prereleases=prereleases,
-        use_installed=use_installed,
         resolved=(target, env),
         index_url=index_url,
         load=load,
     )
-    report = lock_summary(result)
+    report = LockReport.of(result)
     if memo_key:
-        remember(memo_key, lock_path, result.data, report)
+        remember(memo_key, lock_path, result.data, report.to_json())
     return report

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import NormalizedName
+from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
+from wh.env.environment import default_python, probe
 from wh.errors import NotInLockError
+from wh.model import lockfile as lockmod
 from wh.model.candidates import CandidateIndex
 from wh.model.lockfile import Lock
 from wh.model.requiredby import RequiredBy
-from wh.model.target import Target
+from wh.model.target import Target, declared
+from wh.model.toolwh import DropUse, OverrideUse
 from wh.model.wheel import Wheel
+from wh.wheelhouse.scan import scan
 
 
 @dataclass(frozen=True)
@@ -107,3 +114,107 @@ def why_not(
             "(newest first, or needed by another package's constraint)"
         )
     return lines
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WhyReport:
+    """What ``wh why`` reports (text or JSON)."""
+
+    lockfile: Path
+    name: NormalizedName
+    version: Version | None  # the locked version; None for a protected install kept
+    chains: tuple[tuple[Link, ...], ...]
+    overrides: tuple[OverrideUse, ...]  # overrides whose replacement is on ``name``
+    dropped: tuple[DropUse, ...]  # drops of requirements on ``name``
+    asked: Version | None = None  # --version
+    why_not: tuple[str, ...] = ()
+    libraries: tuple[Mapping[str, Any], ...] | None = None  # --libraries: loadscan's rows
+
+    @property
+    def only_dropped(self) -> bool:
+        """Dropped everywhere it was required and not locked: nothing more to say."""
+        return bool(self.dropped) and not self.chains
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": str(self.version) if self.version is not None else None,
+            "chains": [
+                [{"parent": link.parent, "requirement": link.requirement} for link in c]
+                for c in self.chains
+            ],
+            "overrides": [a.to_toml() for a in self.overrides],
+            "dropped": [d.to_toml() for d in self.dropped],
+            "why_not": list(self.why_not),
+            **(
+                {"libraries": [dict(r) for r in self.libraries]}
+                if self.libraries is not None
+                else {}
+            ),
+        }
+
+
+def lock_target(
+    lock: Lock, python: Path | None, platform: str | None, python_version: str | None
+) -> Target:
+    """The target a lock was made for, or the one the flags name (a live one is probed)."""
+    tgt = lock.tool.target
+    if platform or python_version or (tgt and tgt.platform):
+        return declared(
+            platform or (tgt.platform if tgt and tgt.platform else ""),
+            python_version or (tgt.python_version if tgt else ""),
+        )
+    return probe(python or default_python()).target
+
+
+def why(
+    lock_path: Path,
+    name: str,
+    *,
+    version: Version | None = None,
+    libraries: bool = False,
+    wheelhouse: Path = Path("wheelhouse"),
+    python: Path | None = None,
+    platform: str | None = None,
+    python_version: str | None = None,
+) -> WhyReport:
+    """Why ``name`` is in the lock at ``lock_path``; with ``version``, why that version was
+    not chosen (against the wheelhouse's wheels); with ``libraries``, what it loads."""
+    lock = lockmod.read(lock_path)
+    key = canonicalize_name(name)
+    dropped = tuple(
+        d
+        for d in lock.tool.drops_applied
+        if canonicalize_name(Requirement(d.requirement).name) == key
+    )
+    found = chains(lock, key) if not dropped or key in lock.packages else []
+    applied = tuple(
+        a
+        for a in lock.tool.overrides_applied
+        if canonicalize_name(Requirement(a.replacement).name) == key
+    )
+    not_chosen: list[str] = []
+    if version is not None:
+        target = lock_target(lock, python, platform, python_version)
+        not_chosen = why_not(lock, key, version, list(scan(wheelhouse).wheels), target)
+    rows: list[dict[str, Any]] | None = None
+    if libraries:
+        from wh.app.loadscan import why_libraries  # the natives readers load only for this
+
+        target = lock_target(lock, python, platform, python_version)
+        rows = why_libraries(lock, key, target, live_target=target.python is not None)
+    pkg = lock.packages.get(key)
+    return WhyReport(
+        lockfile=lock_path,
+        name=key,
+        version=pkg.version if pkg else None,
+        chains=tuple(tuple(c) for c in found),
+        overrides=applied,
+        dropped=dropped,
+        asked=version,
+        why_not=tuple(not_chosen),
+        libraries=tuple(rows) if rows is not None else None,
+    )

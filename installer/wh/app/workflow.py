@@ -1,340 +1,38 @@
-"""The commands' logic: tie profile, target, scan, resolve, lock, plan, install and verify."""
+"""`wh install` and `wh verify`: check the lock, plan, install and verify (locking: app/lock.py)."""
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from packaging.utils import NormalizedName, canonicalize_name
+from packaging.utils import canonicalize_name
 
 from wh.app.asked import Asked
-from wh.app.hooks import Hooks, TargetSpec
+from wh.app.breaking import refuse_breaking
+from wh.app.hooks import Hooks
 from wh.app.verify import Finding, closure, guarded, protections, run_checks, whole_environment
 from wh.env.environment import Environment, probe, venv_prefix
 from wh.errors import (
     LockKeptError,
     LockTargetError,
     LockWheelsError,
-    ProfileError,
     ProtectedChangeError,
-    ProtectionError,
     TargetError,
     VerifyError,
 )
 from wh.hashing import sha256_many
-from wh.install.validate import refuse_ambiguous
 from wh.model import lockfile as lockmod
-from wh.model.protection import Standing, standing
-from wh.model.target import Target
-from wh.model.toolwh import BuildRecord, Snippet
-from wh.wheel import buildrecord
-from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes, known_digests, scan
+from wh.model.toolwh import Snippet
+from wh.wheelhouse.scan import known_digests
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from wh.install.fingerprint import Fingerprint
     from wh.install.strategy import Strategy
-    from wh.model.candidates import Pinned
-    from wh.model.loadoptions import LoadOptions
     from wh.model.plan import Plan
-    from wh.model.profile import Profile, Protection
-    from wh.model.resolution import Resolution
-
-
-@dataclass
-class LockResult:
-    path: Path
-    changed: bool
-    resolution: Resolution
-    wheelhouse: Wheelhouse
-    target: Target
-    data: bytes = field(repr=False)
-    skipped: tuple[tuple[str, str], ...] = ()
-    overwrites: tuple[str, ...] = ()  # files two locked wheels both write (RECORD)
-    load_check: dict[str, Any] = field(default_factory=dict)
-
-
-def scan_wheelhouse(root: Path, hooks: Hooks, *, hashes: bool = True) -> Wheelhouse:
-    hooks.status(f"scanning {root}")
-    return scan(root, on_hashed=hooks.hashed, on_total=hooks.hashing_total, hashes=hashes)
-
-
-def pins_for(
-    profile: Profile, target: Target, env: Environment | None, wheelhouse: Wheelhouse
-) -> tuple[dict[NormalizedName, Pinned], set[NormalizedName]]:
-    """Protected installs as resolver pins, and the protected names absent from the env."""
-    from wh.model.candidates import Pinned
-
-    pins: dict[NormalizedName, Pinned] = {}
-    absent: set[NormalizedName] = set()
-    for p in profile.protections:
-        if env is not None:
-            have = env.dists.get(p.name)
-            if have is None:
-                exact = _exact_build(p, wheelhouse)
-                if exact is not None:  # the named build is in the wheelhouse: install it
-                    pins[p.name] = exact
-                else:
-                    absent.add(p.name)
-                continue
-            if standing(have, p.version) is Standing.OTHER_VERSION:
-                raise ProtectionError(
-                    f"the profile protects {p.name} {p.version} but {env.python} has "
-                    f"{p.name} {have.version}",
-                    hint=f"install {p.name} {p.version} first, or correct the protection in "
-                    f"{profile.source}",
-                )
-            pins[p.name] = Pinned(p.name, have.version, have.requires, p.reason, have.record_sha256)
-        else:
-            if p.version is None:
-                raise ProfileError(
-                    f"protection of {p.name} needs a version for a declared target "
-                    f"({target.description})",
-                    hint=f"pass --protect '{p.name}==VERSION' with the version installed on the "
-                    "target machine, e.g. torch==2.9.1+cu130",
-                )
-            same = [w for w in wheelhouse.wheels if w.name == p.name and w.version == p.version]
-            requires = same[0].requires_dist if same else ()
-            pins[p.name] = Pinned(p.name, p.version, requires, p.reason)
-    return pins, absent
-
-
-def _exact_build(p: Protection, wheelhouse: Wheelhouse) -> Pinned | None:
-    """The protection's exact build (``torch==2.9.1+cu130``) as a pin on its wheelhouse
-    wheel, for an environment that lacks it; None when no version is named or no wheel has it.
-    """
-    from wh.model.candidates import Pinned
-
-    if p.version is None:
-        return None
-    same = [w for w in wheelhouse.wheels if w.name == p.name and w.version == p.version]
-    if not same:
-        return None
-    return Pinned(p.name, p.version, same[0].requires_dist, p.reason)
-
-
-def do_lock(
-    profile: Profile,
-    wheelhouse_dir: Path,
-    lock_path: Path,
-    spec: TargetSpec,
-    hooks: Hooks,
-    *,
-    prereleases: str = "if-necessary-or-explicit",
-    write: bool = True,
-    use_installed: bool = True,
-    resolved: tuple[Target, Environment | None] | None = None,
-    index_url: str | None = None,
-    load: LoadOptions | None = None,
-) -> LockResult:
-    """Lock ``profile`` from the wheelhouse; ``resolved`` is the target when already probed."""
-    from wh.app import loadscan
-    from wh.model.candidates import Pinned
-    from wh.model.loadoptions import LoadOptions
-    from wh.resolve.resolver import resolve
-
-    if not profile.roots:
-        raise ProfileError(
-            f"profile {profile.name!r} has no requirements",
-            hint="add requirements to the profile or pass --requirement",
-        )
-    # The interpreter probe (a subprocess) runs while the wheelhouse is scanned. The scan
-    # reads every wheel's metadata, but hashes only the wheels of the packages locked below.
-    if resolved is not None:
-        wh = scan_wheelhouse(wheelhouse_dir, hooks, hashes=False)
-        target, env = resolved
-    else:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            probing = pool.submit(spec.resolve)
-            wh = scan_wheelhouse(wheelhouse_dir, hooks, hashes=False)
-            target, env = probing.result()
-    pins, absent = pins_for(profile, target, env, wh)
-    installed = {}
-    if env is not None and use_installed:
-        installed = {
-            n: Pinned(n, d.version, d.requires) for n, d in env.dists.items() if n not in pins
-        }
-    hooks.status(f"resolving for {target.description}")
-    # Wheels of each pinned name are hashed while the resolver carries on.
-    with Prehash(wh.wheels) as prehash:
-        resolution = resolve(
-            wh.wheels,
-            target,
-            profile.roots,
-            overrides=profile.overrides,
-            pins=pins,
-            installed=installed,
-            prereleases=prereleases,
-            on_pin=prehash.start,
-            undeclared=[canonicalize_name(e.requirement.name) for e in profile.extras],
-            excluded=wh.excluded(),
-            drops=profile.drops,
-        )
-        locked_names = set(resolution.packages)
-        locked_wheels = [w for w in wh.wheels if w.name in locked_names]
-        hooks.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
-        # RECORDs are read for overwrites on a side thread while the hashing threads (GIL
-        # released) run, so the overwrite check adds no wall time of its own
-        with ThreadPoolExecutor(max_workers=1) as side:
-            overwriting = side.submit(_overwrites, resolution, profile.allow_overwrite)
-            hashed = add_hashes(locked_wheels, on_hashed=hooks.hashed, started=prehash.started)
-            overwrites = overwriting.result()
-    digests = {w.path: w.sha256 for w in hashed}
-    refuse_ambiguous(hashed, locked_names)  # reliability: one file per identity
-    missing = sorted(absent & set(resolution.packages))
-    # an exact build pinned from the wheelhouse whose wheel does not fit the target
-    missing += sorted(
-        n
-        for n, pin in pins.items()
-        if env is not None
-        and n not in env.dists
-        and n in resolution.packages
-        and resolution.packages[n].candidate.wheel is None
-    )
-    if missing and env is not None:
-        name = missing[0]
-        chosen = resolution.packages[name]
-        raise ProtectionError(
-            f"{name} is protected but not installed in {env.python}; the plan would install "
-            f"{name} {chosen.candidate.version} from the wheelhouse",
-            details=[edge.describe() for edge in chosen.required_by],
-            hint=f"install the {name} build you need into the environment first, or name the "
-            f"exact build to install from the wheelhouse: "
-            + (
-                " or ".join(
-                    f"--protect '{name}=={v}'"
-                    for v in sorted({w.version for w in wh.wheels if w.name == name}, reverse=True)
-                )
-                or f"--protect '{name}==VERSION' (the wheelhouse has no {name} wheel)"
-            ),
-        )
-    if env is not None and use_installed:  # the lock must not break what it leaves alone
-        refuse_breaking(
-            env,
-            {
-                n: c.candidate.version
-                for n, c in resolution.packages.items()
-                if c.candidate.wheel is not None
-                and (n not in env.dists or env.dists[n].version != c.candidate.version)
-            },
-            frozenset(resolution.packages),
-        )
-    skipped = tuple((r.filename, r.reason) for r in resolution.rejected)
-    records = build_records(resolution)
-    # refuse a lock that cannot load (every problem at once), before anything is written
-    load = load or LoadOptions()
-    hooks.status("checking that every compiled member finds its libraries")
-    report = loadscan.lock_check(resolution, target, env, wh.wheels, digests, records, load)
-    data = lockmod.render(
-        resolution,
-        profile,
-        target,
-        lock_path,
-        build_records=records,
-        digests=digests,
-        index_url=index_url,
-        load_check=loadscan.lock_record(report, load),
-    )
-    changed = lockmod.write(lock_path, data) if write else False
-    summary = loadscan.summary(report, load)
-    return LockResult(
-        lock_path, changed, resolution, wh, target, data, skipped, tuple(overwrites), summary
-    )
-
-
-def _overwrites(resolution: Resolution, allow: tuple[NormalizedName, ...]) -> list[str]:
-    """Files two locked wheels both write, in install order (the later one overwrites)."""
-    from wh.install.overwrite import between_wheels
-
-    return between_wheels(
-        [
-            w.path
-            for level in resolution.levels
-            for n in level
-            if (w := resolution.packages[n].candidate.wheel) is not None
-        ],
-        allow,
-    )
-
-
-def lock_summary(result: LockResult) -> dict[str, Any]:
-    """What ``wh lock`` reports (JSON-ready): also what a remembered lock replays."""
-    res = result.resolution
-    return {
-        "lockfile": str(result.path),
-        "changed": result.changed,
-        "target": result.target.to_json(),
-        "packages": res.versions(),
-        "install_order": [list(x) for x in res.levels],
-        "overrides_applied": [dict(a.__dict__) for a in res.applied],
-        "unused_overrides": [str(o.requirement) for o in res.unused_overrides],
-        "drops_applied": [dict(d.__dict__) for d in res.dropped],
-        "unused_drops": [d.describe() for d in res.unused_drops],
-        "protected": {n: str(p.version) for n, p in sorted(res.pins.items())},
-        "excluded_wheels": [
-            {"filename": p.path.name, "reason": p.reason} for p in result.wheelhouse.problems
-        ],
-        "skipped_for_target": [{"filename": f, "reason": r} for f, r in result.skipped],
-        "overwrites": list(result.overwrites),
-        "load_check": result.load_check,
-    }
-
-
-def build_records(resolution: Resolution) -> dict[str, BuildRecord]:
-    """Provenance of locally built wheels (``<wheel>.build.json`` beside them)."""
-    out: dict[str, BuildRecord] = {}
-    for chosen in resolution.packages.values():
-        w = chosen.candidate.wheel
-        if w is None or not w.built_locally:
-            continue
-        try:
-            out[w.filename] = BuildRecord(buildrecord.load(w.path))
-        except (OSError, ValueError):
-            name = buildrecord.path_of(w.path).name
-            out[w.filename] = BuildRecord({"error": f"unreadable build record {name}"})
-    return out
-
-
-def check_lock(
-    profile: Profile,
-    wheelhouse_dir: Path,
-    lock_path: Path,
-    spec: TargetSpec,
-    hooks: Hooks,
-    **options: Any,
-) -> list[str]:
-    """Differences between the lock on disk and a fresh lock (empty: the lock is true).
-    A wheelhouse that no longer resolves makes the lock stale too (exit 5, README), with
-    the resolver's explanation as the difference. ``options`` go to ``do_lock``."""
-    if not lock_path.is_file():
-        return [f"{lock_path} does not exist"]
-    current = lock_path.read_bytes()
-    problems: list[str] = []
-    if lockmod.digest_ok(current) is False:
-        problems.append(f"{lock_path}: digest mismatch: the lock was edited by hand")
-    from wh.errors import ResolutionError, WheelhouseError
-
-    try:
-        fresh = do_lock(
-            profile, wheelhouse_dir, lock_path, spec, hooks, write=False, **options
-        ).data
-    except (ResolutionError, WheelhouseError, ProtectionError) as exc:
-        return [*problems, f"the wheelhouse no longer resolves: {exc.message}", *exc.details]
-    if fresh != current:
-        diff = difflib.unified_diff(
-            current.decode().splitlines(),
-            fresh.decode().splitlines(),
-            "lock on disk",
-            "fresh lock",
-            lineterm="",
-            n=0,
-        )
-        problems.extend(line for line in diff if not line.startswith("@@"))
-    return problems
 
 
 def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | None]:
@@ -439,7 +137,7 @@ def do_install(
 
     lock = lock or lockmod.read(lock_path)
     # only the prefix is needed before the lock is held; a venv's is found without running
-    # its interpreter (from where its pyvenv.cfg is), another's from the probe cache
+    # its interpreter (one probe of 0.1-0.2 s less), another's from the probe cache
     prefix = venv_prefix(python) or probe(python, cached=True).prefix
     # reliability: one wh per environment (pid sidecar), finish a killed install first
     with envlock.hold(prefix, lock_timeout, hooks.status):
@@ -602,28 +300,6 @@ def verify_env(
 
     findings += verify_findings(lock, env)
     return findings
-
-
-def refuse_breaking(
-    env: Environment, after: Mapping[NormalizedName, Any], covered: frozenset[NormalizedName]
-) -> None:
-    """Refuse a plan that breaks a requirement of an installed distribution the lock does
-    not cover (pydantic pins pydantic-core; the lock replaces pydantic-core): before any
-    change, with every such requirement at once."""
-    from wh.errors import ResolutionError
-    from wh.install.outside import broken_by
-
-    broken = broken_by(env.dists, after, env.target, skip=covered)
-    if broken:
-        names = sorted({b.dist.split()[0] for b in broken})
-        raise ResolutionError(
-            f"the plan would break {len(broken)} requirement(s) of distributions installed "
-            f"in {env.python} outside the lock; nothing was changed",
-            details=[str(b) for b in broken],
-            hint="add them to the profile so the lock resolves them with the rest ("
-            + " ".join(f"-r {n}" for n in names)
-            + "), or remove them from the environment deliberately",
-        )
 
 
 def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:

@@ -1,11 +1,11 @@
-"""The `wh` command line: parse flags, call workflow, render results and errors. No logic here."""
+"""The `wh` command line: parse flags, call the app's use cases, render their reports and errors."""
 
 from __future__ import annotations
 
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,9 +23,8 @@ from wh.errors import WhError
 
 if TYPE_CHECKING:
     from wh.app.hooks import Hooks, TargetSpec
-    from wh.model.lockfile import Lock
+    from wh.model.manifest import Manifest
     from wh.model.profile import Profile
-    from wh.model.target import Target
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -240,6 +239,18 @@ def _profile(kw: dict[str, Any]) -> Profile:
     )
 
 
+def _manifest(
+    kw: dict[str, Any],
+    *,
+    prereleases: str = "if-necessary-or-explicit",
+    keep_installed: bool = True,
+) -> Manifest:
+    """The one resolver input, from the profile and the flags."""
+    from wh.model.manifest import Manifest
+
+    return Manifest.of(_profile(kw), prereleases=prereleases, keep_installed=keep_installed)
+
+
 def _known_profile(kw: dict[str, Any]) -> Profile:
     """The named profile where one is given and defined; else an empty one (a lock made
     from flags, or a bundle's, carries its own protections and checks)."""
@@ -309,30 +320,11 @@ def _emit(as_json: bool, data: Any, text: Callable[[], None]) -> None:
 @click.option("--strict", is_flag=True, help="Exit 3 when any wheel had to be excluded.")
 def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
     """List the wheels of a wheelhouse and every wheel that had to be excluded."""
-    from wh.app.workflow import scan_wheelhouse
-    from wh.errors import WheelhouseError
+    from wh.app.scan import scan_report
 
     with _hooks(as_json) as hooks:
-        wh = scan_wheelhouse(wheelhouse, hooks)
-    data = {
-        "wheelhouse": str(wheelhouse),
-        "wheels": [
-            {
-                "filename": w.filename,
-                "name": w.name,
-                "version": str(w.version),
-                "tags": sorted(str(t) for t in w.tags),
-                "requires_dist": [str(r) for r in w.requires_dist],
-                "requires_python": str(w.requires_python) if w.requires_python else None,
-                "provides_extra": list(w.provides_extra),
-                "size": w.size,
-                "sha256": w.sha256,
-                "built_locally": w.built_locally,
-            }
-            for w in wh.wheels
-        ],
-        "excluded": [{"filename": p.path.name, "reason": p.reason} for p in wh.problems],
-    }
+        report = scan_report(wheelhouse, hooks)
+    wh = report.wheelhouse
 
     def text() -> None:
         for w in wh.wheels:
@@ -344,13 +336,10 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
         for p in wh.problems:
             click.echo(f"excluded {p}")
 
-    _emit(as_json, data, text)
-    if strict and wh.problems:
-        raise WheelhouseError(
-            f"{len(wh.problems)} wheel(s) excluded from {wheelhouse}",
-            details=[str(p) for p in wh.problems],
-            hint="remove or replace the broken wheels",
-        )
+    _emit(as_json, report.to_json(), text)
+    refusal = report.refusal(strict)
+    if refusal is not None:
+        raise refusal
 
 
 @cli.command()
@@ -387,97 +376,69 @@ def lock(
     **kw: Any,
 ) -> None:
     """Resolve PROFILE from the wheelhouse and write a PEP 751 lock."""
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     from wh.app.lockmemo import lock_report
-    from wh.errors import LockError
 
     load = _load(kw)
-    profile = _profile(kw)
-    path = _lock_path(kw, profile.name)
+    manifest = _manifest(kw, prereleases=prereleases, keep_installed=not ignore_installed)
+    path = _lock_path(kw, manifest.profile.name)
     with _hooks(as_json) as hooks:
         if check:
-            from wh.app.workflow import check_lock
+            from wh.app.lock import lock_is_current
 
-            problems = check_lock(
-                profile,
-                wheelhouse,
-                path,
-                _spec(kw),
-                hooks,
-                prereleases=prereleases,
-                use_installed=not ignore_installed,
-                load=load,
-            )
-            if problems:
-                raise LockError(
-                    f"{path} is out of date",
-                    details=problems[:60],
-                    hint=f"re-lock with `wh lock {profile.name}` and review the diff",
-                )
+            current = lock_is_current(manifest, wheelhouse, path, _spec(kw), hooks, load=load)
             _emit(
                 as_json,
-                {"lockfile": str(path), "up_to_date": True},
-                lambda: click.echo(f"{path} is up to date"),
+                current.to_json(),
+                lambda: click.echo(f"{current.lockfile} is up to date"),
             )
             return
-        data = lock_report(
-            profile,
-            wheelhouse,
-            path,
-            _spec(kw),
-            hooks,
-            prereleases=prereleases,
-            use_installed=not ignore_installed,
-            index_url=index_url,
-            load=load,
+        report = lock_report(
+            manifest, wheelhouse, path, _spec(kw), hooks, index_url=index_url, load=load
         )
 
     def text() -> None:
-        packages = data["packages"]
-        click.echo(f"locked {len(packages)} package(s) for {data['target']['description']}")
-        for i, level in enumerate(data["install_order"], 1):
+        packages = report.packages
+        click.echo(f"locked {len(packages)} package(s) for {report.target_description}")
+        for i, level in enumerate(report.install_order, 1):
             click.echo(f"  level {i}: " + ", ".join(f"{n} {packages[n]}" for n in level))
-        for a in data["overrides_applied"]:
+        for a in report.overrides_applied:
             click.echo(
-                f"override: {a['by']}: {a['original']} -> {a['replacement']}"
-                + (f" ({a['reason']})" if a["reason"] else "")
+                f"override: {a.by}: {a.original} -> {a.replacement}"
+                + (f" ({a.reason})" if a.reason else "")
             )
-        for text in data["unused_overrides"]:
-            name = canonicalize_name(Requirement(text).name)
-            click.echo(f"unused override: {text} (nothing required {name})")
-        for d in data["drops_applied"]:
-            click.echo(f"dropped: {d['by']}: {d['requirement']} ({d['reason'] or 'no reason'})")
-        for text in data["unused_drops"]:
-            click.echo(f"unused drop: {text} (no wheel requires it on this target)")
-        for n, version in data["protected"].items():
+        for o in report.unused_overrides:
+            click.echo(f"unused override: {o.requirement} (nothing required {o.name})")
+        for d in report.drops_applied:
+            click.echo(f"dropped: {d.by}: {d.requirement} ({d.reason or 'no reason'})")
+        for u in report.unused_drops:
+            click.echo(f"unused drop: {u} (no wheel requires it on this target)")
+        for n, version in report.protected.items():
             click.echo(f"protected: {n} {version} kept as installed")
-        if data["excluded_wheels"]:
-            click.echo(f"excluded {len(data['excluded_wheels'])} wheel(s):")
-            for e in data["excluded_wheels"]:
-                click.echo(f"  {e['filename']}: {e['reason']}")
-        if data["skipped_for_target"]:
+        if report.excluded_wheels:
+            click.echo(f"excluded {len(report.excluded_wheels)} wheel(s):")
+            for e in report.excluded_wheels:
+                click.echo(f"  {e.filename}: {e.reason}")
+        if report.skipped_for_target:
             click.echo(
-                f"skipped {len(data['skipped_for_target'])} wheel(s) of locked packages "
+                f"skipped {len(report.skipped_for_target)} wheel(s) of locked packages "
                 "for this target:"
             )
-            for e in data["skipped_for_target"]:
-                click.echo(f"  {e['filename']}: {e['reason']}")
-        if data.get("overwrites"):
+            for e in report.skipped_for_target:
+                click.echo(f"  {e.filename}: {e.reason}")
+        if report.overwrites:
             from wh.install.overwrite import allow_hint
 
-            click.echo(f"overwrites: {len(data['overwrites'])} file(s) written by two wheels:")
-            for line in data["overwrites"]:
+            click.echo(f"overwrites: {len(report.overwrites)} file(s) written by two wheels:")
+            for line in report.overwrites:
                 click.echo(f"  {line}")
-            click.echo(f"  {allow_hint(data['overwrites'])}")
-        _print_load_check(data.get("load_check", {}))
-        click.echo(f"{'wrote' if data['changed'] else 'unchanged'} {path}")
+            click.echo(f"  {allow_hint(report.overwrites)}")
+        _print_load_check(report.load_check)
+        click.echo(f"{'wrote' if report.changed else 'unchanged'} {report.lockfile}")
 
-    _emit(as_json, data, text)
+    _emit(as_json, report.to_json(), text)
 
 
-def _print_load_check(lc: dict[str, Any]) -> None:
+def _print_load_check(lc: Mapping[str, Any]) -> None:
     if not lc:
         return
     if not lc.get("checked"):
@@ -563,7 +524,8 @@ def install(
     **kw: Any,
 ) -> None:
     """Lock PROFILE (unless --locked) and install it, offline, in dependency order."""
-    from wh.app.workflow import do_install, do_lock
+    from wh.app.lock import do_lock
+    from wh.app.workflow import do_install
     from wh.env.environment import default_python
     from wh.errors import TargetError
 
@@ -601,13 +563,13 @@ def install(
             checks_mode,
         )
     else:
-        profile = _profile(kw)
-        path = _lock_path(kw, profile.name)
+        manifest = _manifest(kw)
+        path = _lock_path(kw, manifest.profile.name)
         asked = from_flags((), (), (), (), checks_mode)  # the profile's are in the lock
     with _hooks(as_json) as hooks:
         if not locked:
             made = do_lock(
-                profile,
+                manifest,
                 wheelhouse,
                 path,
                 _spec({**kw, "python": python}),
@@ -756,110 +718,65 @@ def why(
     **kw: Any,
 ) -> None:
     """Why NAME is in the lock (the chain of requirements), or why --version was not chosen."""
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-    from packaging.version import Version
+    from packaging.version import InvalidVersion, Version
 
-    from wh.app.why import chains, why_not
-    from wh.model import lockfile as lockmod
+    from wh.app.why import why as explain
     from wh.model.profile import default_lock_path
 
     if not lockfile and not profile_name:
         raise click.UsageError("name a PROFILE or pass --lockfile")
+    asked = None
     if version:
-        from packaging.version import InvalidVersion
-
         try:
-            Version(version)
+            asked = Version(version)
         except InvalidVersion:
             raise click.BadParameter(
                 f"{version!r} is not a PEP 440 version (e.g. 0.4.1, 2.9.1+cu130)",
                 param_hint="--version",
             ) from None
     path = lockfile or default_lock_path(str(profile_name))
-    lk = lockmod.read(path)
-    key = canonicalize_name(name)
-    dropped = [
-        d
-        for d in lk.tool.drops_applied
-        if canonicalize_name(Requirement(d.requirement).name) == key
-    ]
-    found = chains(lk, key) if not dropped or key in lk.packages else []
-    applied = [
-        a
-        for a in lk.tool.overrides_applied
-        if canonicalize_name(Requirement(a.replacement).name) == key
-    ]
-    not_chosen: list[str] = []
-    if version:
-        from wh.wheelhouse.scan import scan as do_scan
-
-        target = _lock_target(lk, kw)
-        not_chosen = why_not(lk, key, Version(version), list(do_scan(wheelhouse).wheels), target)
-    libs: list[dict[str, Any]] = []
-    if libraries:
-        from wh.app.loadscan import why_libraries
-
-        target = _lock_target(lk, kw)
-        libs = why_libraries(lk, key, target, live_target=target.python is not None)
-    pkg = lk.packages.get(key)
-    data = {
-        "name": key,
-        "version": str(pkg.version) if pkg else None,
-        "chains": [
-            [{"parent": link.parent, "requirement": link.requirement} for link in c] for c in found
-        ],
-        "overrides": [a.to_toml() for a in applied],
-        "dropped": [d.to_toml() for d in dropped],
-        "why_not": not_chosen,
-        **({"libraries": libs} if libraries else {}),
-    }
+    report = explain(
+        path,
+        name,
+        version=asked,
+        libraries=libraries,
+        wheelhouse=wheelhouse,
+        python=kw["python"],
+        platform=kw["platform"],
+        python_version=kw["python_version"],
+    )
+    key = report.name
 
     def text() -> None:
-        for d in dropped:
+        for d in report.dropped:
             click.echo(
                 f"{key} is dropped in {path}: {d.by} requires {d.requirement}, dropped"
                 + (f" where {d.marker}" if d.marker else "")
                 + f" ({d.reason or 'no reason given'})"
             )
-        if dropped and not found:
+        if report.only_dropped:
             return
-        click.echo(f"{key} {pkg.version if pkg else '(protected, kept)'} is in {path} because:")
-        for c in found:
+        click.echo(f"{key} {report.version or '(protected, kept)'} is in {path} because:")
+        for c in report.chains:
             click.echo(
                 "  " + "  ->  ".join(f"{link.parent} requires {link.requirement}" for link in c)
             )
-        for a in applied:
+        for a in report.overrides:
             click.echo(
                 f"  override: {a.by} asked {a.original}, replaced by {a.replacement}"
                 + (f" ({a.reason})" if a.reason else "")
             )
         if version:
             click.echo(f"why not {key} {version}:")
-            for line in not_chosen:
+            for line in report.why_not:
                 click.echo(f"  {line}")
-        if libraries:
-            click.echo(f"native libraries {key} needs ({len(libs)}):")
-            for row in libs:
+        if report.libraries is not None:
+            click.echo(f"native libraries {key} needs ({len(report.libraries)}):")
+            for row in report.libraries:
                 where = row["by"] if row["ok"] else f"MISSING: {row['problem']}"
                 click.echo(f"  {row['member']}: {row['library']} <- {where}")
 
-    _emit(as_json, data, text)
-
-
-def _lock_target(lk: Lock, kw: dict[str, Any]) -> Target:
-    """The target a lock was made for (a live one is probed again)."""
-    from wh.model.target import declared
-
-    tgt = lk.tool.target
-    if kw["platform"] or kw["python_version"] or (tgt and tgt.platform):
-        return declared(
-            kw["platform"] or (tgt.platform if tgt and tgt.platform else ""),
-            kw["python_version"] or (tgt.python_version if tgt else ""),
-        )
-    from wh.env.environment import default_python, probe
-
-    return probe(kw["python"] or default_python()).target
+    _emit(as_json, report.to_json(), text)
 
 
 def _register_subcommands() -> None:
@@ -880,15 +797,12 @@ _register_subcommands()
 
 
 def _fetch_targets(kw: dict[str, Any]) -> list[Any]:
-    from wh.app.hooks import TargetSpec
+    from wh.app.fetch import fetch_targets
 
     platforms, versions = kw["platforms"], kw["python_versions"]
     if bool(platforms) != bool(versions):
         raise click.UsageError("a declared target needs --platform and --python-version")
-    targets = [TargetSpec(None, p, v).resolve() for p in platforms for v in versions]
-    if kw["python"] or not targets:
-        targets.append(TargetSpec(kw["python"]).resolve())
-    return targets
+    return fetch_targets(kw["python"], platforms, versions)
 
 
 @cli.command()
@@ -941,15 +855,14 @@ def fetch(
 ) -> None:
     """Resolve PROFILE over the index's metadata, then download exactly those wheels."""
     from wh.app.fetch import fetch as do_fetch
-    from wh.app.fetch import fetch_json, parse_index_option, pip_env_note
-    from wh.errors import WheelhouseError
+    from wh.app.fetch import parse_index_option, pip_env_note
 
-    profile = _profile(kw)
+    manifest = _manifest(kw)
     targets = _fetch_targets(kw)
     with _hooks(as_json) as hooks:
         hooks.status(pip_env_note())
         report = do_fetch(
-            profile,
+            manifest,
             wheelhouse,
             targets,
             indexes=parse_index_option(index_pins),
@@ -959,13 +872,9 @@ def fetch(
             jobs=jobs,
             refresh=refresh,
         )
-    data = fetch_json(report, wheelhouse, dry_run)
 
     def text() -> None:
-        by_target: dict[str, int] = {}
-        for e in report.closure:
-            by_target[e.target] = by_target.get(e.target, 0) + 1
-        for t, n in by_target.items():
+        for t, n in report.resolved_per_target().items():
             click.echo(f"resolved {n} wheel(s) for {t}")
         for t, d in report.dropped:
             click.echo(
@@ -975,28 +884,22 @@ def fetch(
             click.echo(f"unused drop for {t}: {u.describe()} (no wheel requires it there)")
         for k in report.kept:
             click.echo(f"kept: {k}")
-        if dry_run:
+        if report.dry_run:
             for e in report.closure:
                 click.echo(f"  {e.filename}  {e.url or '(in the wheelhouse)'}")
             click.echo("dry run: nothing was downloaded")
             return
         click.echo(
             f"downloaded {len(report.downloaded)} wheel(s) ({report.downloaded_bytes:,} bytes), "
-            f"{len(report.present)} already present, into {wheelhouse}"
+            f"{len(report.present)} already present, into {report.wheelhouse}"
         )
         for t, r in report.resolutions.items():
             click.echo(f"the wheelhouse locks for {t}: {len(r.packages)} package(s)")
 
-    _emit(as_json, data, text)
-    if report.missing:
-        raise WheelhouseError(
-            f"{len(report.missing)} requirement(s) cannot be had as wheels; nothing was downloaded"
-            if not report.downloaded
-            else f"{len(report.missing)} wheel(s) could not be had",
-            details=[str(m) for m in report.missing],
-            hint="follow the advice on each line, then run `wh fetch` again: wheels already "
-            "in the wheelhouse are checked, not downloaded twice",
-        )
+    _emit(as_json, report.to_json(), text)
+    refusal = report.refusal()
+    if refusal is not None:
+        raise refusal
 
 
 @cli.command("index")
@@ -1064,10 +967,10 @@ def bundle(
     """Write one archive to install PROFILE offline: lock, wheels, wh, manifest, scripts."""
     from wh.app.bundle import make_bundle
 
-    profile = _profile(kw)
+    manifest = _manifest(kw)
     with _hooks(as_json) as hooks:
         result = make_bundle(
-            profile,
+            manifest,
             wheelhouse,
             _spec(kw),
             output,
@@ -1075,17 +978,6 @@ def bundle(
             tool_wheels=wh_wheels,
             sign_key=sign_key,
         )
-    data = {
-        "bundle": str(result.path),
-        "lock": result.lock_name,
-        "packages": list(result.packages),
-        "wh_wheels": list(result.tool_wheels),
-        "files": result.files,
-        "size": result.size,
-        "sha256": result.sha256,
-        "signed_by": result.signed_by,
-        "needs_installed": list(result.needs_installed),
-    }
     for need in result.needs_installed:  # loud on stderr, JSON or not: the bundle lacks it
         click.echo(
             f"warning: the bundle carries no wheel of {need}: the offline machine must already "
@@ -1105,7 +997,7 @@ def bundle(
             click.echo(f"signed by {result.signed_by}: install with --trust KEY.pub")
         click.echo("offline: unpack it, then run install.ps1 (Windows) or install.sh")
 
-    _emit(as_json, data, text)
+    _emit(as_json, result.to_json(), text)
 
 
 @cli.command()

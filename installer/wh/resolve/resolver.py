@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from types import MappingProxyType
@@ -17,17 +17,18 @@ from packaging.version import Version
 
 from wh.errors import ResolutionError
 from wh.model.candidates import Candidate, CandidateIndex, Pinned
+from wh.model.manifest import Manifest, StandIns, order_prereleases
 from wh.model.overrides import Applied, Dropped, apply_override, drop_applies
 from wh.model.profile import Drop, Override
 from wh.model.requiredby import RequiredBy, sorted_edges
 from wh.model.resolution import Chosen, Resolution
 from wh.model.schedule import order_graph
 from wh.model.target import Target
-from wh.model.wheel import Wheel
+from wh.resolve.explain import all_missing, explain_impossible, refusers_hint
 
-PRERELEASE_POLICIES = ("if-necessary-or-explicit", "allow", "disallow")
-_ASSUMED = Version("0")  # the stand-in version of an assumed-present name (by identity)
+_STAND_IN = Version("0")  # the version of a stand-in (Manifest.stand_ins)
 _NO_DROPS: Mapping[NormalizedName, Drop] = MappingProxyType({})
+_HINT_ROUNDS = 20_000  # backtracking rounds of each re-run behind a conflict's hints
 
 
 @dataclass(frozen=True)
@@ -72,25 +73,13 @@ def _ident(name: str, extras: Iterable[str]) -> str:
 
 
 class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
-    def __init__(
-        self,
-        index: CandidateIndex,
-        target: Target,
-        overrides: Mapping[NormalizedName, Override],
-        prereleases: str,
-        drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
-        placeholders: bool = False,
-        assume: Collection[NormalizedName] = (),
-    ) -> None:
+    def __init__(self, index: CandidateIndex, manifest: Manifest) -> None:
         self.index = index
-        self.target = target
-        self.overrides = overrides
-        self.prereleases = prereleases
-        self.drops = drops
-        self.placeholders = placeholders
-        # names the wheelhouse lacks, taken as present (no dependencies) so that one failed
-        # offline lock can name every missing package rather than the first only
-        self.assume = frozenset(assume)
+        self.target = index.target
+        self.overrides = manifest.override_map
+        self.prereleases = manifest.prereleases
+        self.drops = manifest.drop_map
+        self.stand_ins = manifest.stand_ins
         self._deps: dict[Candidate, list[Need]] = {}
 
     def identify(self, requirement_or_candidate: Need | Candidate) -> str:
@@ -121,19 +110,17 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         reqs = list(requirements[identifier])
         bad = {c.version for c in incompatibilities[identifier]}
         name = canonicalize_name(identifier.split("[")[0])
-        if name in self.assume:  # one stand-in; once backtracked over, nothing else to try
-            return [] if _ASSUMED in bad else [Candidate(name, _ASSUMED, None, ())]
         extras = frozenset(reqs[0].extras) if reqs else frozenset()
+        if self.stand_ins and self.stand_ins.covers(
+            name, lambda: bool(self.index.candidates(name))
+        ):  # one stand-in; once backtracked over, nothing else to try
+            return [] if bad else [Candidate(name, _STAND_IN, None, (), False, extras, True)]
         ok = [
             c
             for c in self.index.candidates(name)
             if c.version not in bad and all(self._satisfies(r, c) for r in reqs)
         ]
-        ok = order_prereleases(ok, self.prereleases)
-        if not ok and self.placeholders and not bad and not self.index.candidates(name):
-            # no wheel of this name fits the target at all: a stand-in lets the rest resolve, so
-            # every such name is reported in one run (never written to a lock)
-            ok = [Candidate(name, Version("0"), None, (), missing=True)]
+        ok = order_prereleases(ok, self.prereleases, _version)
         if extras:
             return [
                 Candidate(c.name, c.version, c.wheel, c.declared, c.pinned, extras, c.missing)
@@ -143,11 +130,9 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
 
     @staticmethod
     def _satisfies(req: Need, cand: Candidate) -> bool:
-        if cand.missing:
+        if cand.missing:  # a stand-in satisfies every requirement on its name
             return True
         version = cand.version
-        if version is _ASSUMED:
-            return True
         ok = req.verdicts.get(version)
         if ok is None:
             if req.exact is not None:
@@ -168,21 +153,8 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         return cached
 
 
-def order_prereleases(candidates: Sequence[Candidate], policy: str) -> list[Candidate]:
-    """The order candidates (newest first, all satisfying the requirements) are tried in.
-
-    ``allow``: newest first, prereleases like any version. ``disallow``: final releases
-    only. ``if-necessary-or-explicit`` (the default): every final release first, newest
-    first, then the prereleases, newest first, as a fallback; so a prerelease is chosen
-    only when no final release in the range can be part of a solution, whether or not a
-    specifier names a prerelease (``>=1.0a1`` still prefers a final ``1.2``).
-    """
-    if policy == "allow":
-        return list(candidates)
-    finals = [c for c in candidates if not c.version.is_prerelease]
-    if policy == "disallow":
-        return finals
-    return finals + [c for c in candidates if c.version.is_prerelease]
+def _version(c: Candidate) -> Version:
+    return c.version
 
 
 def dependencies(
@@ -261,129 +233,149 @@ class _PinReporter(resolvelib.BaseReporter[Need, Candidate, str]):
             self._on_pin(candidate.name)
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """One run of the resolver: the result, or the conflict's causes, or too deep."""
+
+    result: Any = None  # resolvelib's Result when it resolved
+    causes: tuple[Any, ...] = ()  # RequirementInformation of the conflict
+    too_deep: bool = False
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """What is resolved: the candidates, the manifest, and the manifest's roots as Needs.
+    ``attempt`` is the one way the resolver runs, for the answer and for each re-run
+    behind a conflict's hints (other roots, or stand-ins for names)."""
+
+    index: CandidateIndex
+    manifest: Manifest
+    root_needs: tuple[Need, ...]
+
+    @property
+    def target(self) -> Target:
+        return self.index.target
+
+    def attempt(
+        self,
+        needs: Sequence[Need] | None = None,
+        stand_ins: StandIns | None = None,
+        *,
+        max_rounds: int = _HINT_ROUNDS,
+        reporter: resolvelib.BaseReporter[Need, Candidate, str] | None = None,
+    ) -> _Outcome:
+        """Resolve ``needs`` (default: the roots) with ``stand_ins`` (default: the
+        manifest's)."""
+        manifest = self.manifest
+        if stand_ins is not None:
+            manifest = replace(manifest, stand_ins=stand_ins)
+        resolver: resolvelib.Resolver[Need, Candidate, str] = resolvelib.Resolver(
+            _Provider(self.index, manifest), reporter or resolvelib.BaseReporter()
+        )
+        try:
+            return _Outcome(
+                result=resolver.resolve(
+                    self.root_needs if needs is None else needs, max_rounds=max_rounds
+                )
+            )
+        except resolvelib.ResolutionImpossible as exc:
+            return _Outcome(causes=tuple(exc.causes))
+        except resolvelib.ResolutionTooDeep:
+            return _Outcome(too_deep=True)
+
+
 def resolve(
-    wheels: Sequence[Wheel],
-    target: Target,
-    roots: Sequence[Requirement],
+    manifest: Manifest,
+    index: CandidateIndex,
     *,
-    overrides: Sequence[Override] = (),
-    pins: Mapping[NormalizedName, Pinned] | None = None,
-    installed: Mapping[NormalizedName, Pinned] | None = None,
-    prereleases: str = "if-necessary-or-explicit",
     max_rounds: int = 200_000,
     on_pin: Callable[[NormalizedName], None] | None = None,
-    undeclared: Collection[NormalizedName] = (),
-    excluded: Mapping[NormalizedName, Sequence[tuple[str, str]]] | None = None,
     hints: bool = True,
-    drops: Sequence[Drop] = (),
-    index: CandidateIndex | None = None,
-    placeholders: bool = False,
 ) -> Resolution:
-    """Resolve ``roots`` for ``target`` from ``wheels``. Pure: no disk, no subprocess.
+    """Resolve ``manifest`` over ``index`` (its candidates, for its target). Pure: no disk,
+    no subprocess.
 
-    ``pins`` are protected installs (the only candidate of their name); ``installed`` are the
-    other distributions of a live target, tried first and kept when they satisfy.
+    The index carries the protected installs as pins (the only candidate of their name)
+    and a live target's other distributions (tried first, kept when they satisfy); it is
+    built from a wheelhouse (``CandidateIndex.build``) or reads a package index (fetch).
     ``on_pin`` hears each name as the resolver pins it (a pin may still be undone by
-    backtracking), so a caller can start work on likely results early. ``undeclared`` names
-    roots that are dependencies nobody declares (a profile's extra requirements): the
-    install order puts them before the other roots. ``excluded`` names the files of each
-    name the scan excluded, with why, so a conflict says they are broken rather than absent.
-    ``hints`` False skips the trial resolutions behind a conflict's hints. ``drops`` remove
-    wheels' requirements where their marker holds. ``index`` replaces the index built from
-    ``wheels`` (fetch passes one that reads a package index); with ``placeholders`` a name
-    nothing can be had for resolves to a stand-in listed in ``Resolution.unavailable``
-    instead of failing.
+    backtracking), so a caller can start work on likely results early. ``hints`` False
+    skips the trial resolutions behind a conflict's hints. With ``manifest.stand_ins``, a
+    name they cover resolves to a stand-in listed in ``Resolution.unavailable`` instead of
+    failing.
     """
-    pins = dict(pins or {})
-    over = {o.name: o for o in overrides}
-    drop_map = {d.name: d for d in drops}
-    if index is None:
-        index = CandidateIndex.build(wheels, target, pins, installed, excluded)
+    target = index.target
+    over = manifest.override_map
     root_needs: list[Need] = []
     root_applied: list[Applied] = []
-    for r in roots:
+    for r in manifest.requirements:
         if not target.evaluate(r.marker):
             continue
         need, app = to_need(r, "profile", target, over)
         root_needs.append(need)
         if app:
             root_applied.append(app)
-    if prereleases not in PRERELEASE_POLICIES:
-        raise ValueError(f"prereleases must be one of {PRERELEASE_POLICIES}, not {prereleases!r}")
-    provider = _Provider(
-        index, target, over, prereleases, drops=drop_map, placeholders=placeholders
-    )
-    resolver: resolvelib.Resolver[Need, Candidate, str] = resolvelib.Resolver(
-        provider, _PinReporter(on_pin)
-    )
-    try:
-        result = resolver.resolve(root_needs, max_rounds=max_rounds)
-    except resolvelib.ResolutionImpossible as exc:
-        from wh.resolve.explain import all_missing, explain_impossible, refusers_hint
-
-        causes = list(exc.causes)
-        missing = _missing(causes, index)
-        if missing and hints:
-            more = _every_missing(missing, index, target, over, prereleases, root_needs, drop_map)
-            if len(more) > 1:
-                raise all_missing(more, index) from None
-        parents = sorted({i.parent for i in causes if i.parent is not None}, key=str)
-        chains = {
-            str(p): requirement_chain(p, root_needs, index, target, over, drops=drop_map)
-            for p in parents
-        }
-        older: dict[NormalizedName, str] = {}
-        if hints:
-
-            def trial(extra: Sequence[Requirement]) -> list[Any] | None:
-                """None when the roots, with ``extra`` in place of the roots on the same
-                names, resolve; else the conflict's causes."""
-                names = {canonicalize_name(r.name) for r in extra}
-                needs = [n for n in root_needs if n.name not in names]
-                needs += [to_need(r, "profile", target, over)[0] for r in extra]
-                again = _Provider(index, target, over, prereleases, drops=drop_map)
-                try:
-                    resolvelib.Resolver(again, resolvelib.BaseReporter()).resolve(
-                        needs, max_rounds=max_rounds
-                    )
-                except (resolvelib.ResolutionImpossible, resolvelib.ResolutionTooDeep) as e:
-                    return list(getattr(e, "causes", []) or [None])
-                return None
-
-            older = older_alternatives(causes, index, target, trial)
-            for name, pin in index.pins.items():
-                if name in older or name in over:  # an override of it: that hint says so
-                    continue
-                refusers = {
-                    who: lines
-                    for who, lines in _every_refuser(
-                        name,
-                        pin.version,
-                        causes,
-                        index,
-                        target,
-                        over,
-                        prereleases,
-                        root_needs,
-                        drops=drop_map,
-                    ).items()
-                    if not _older_accepting(index, target, who, None, name, pin.version, 1)
-                }  # only those the wheelhouse has no accepting version of
-                if refusers:
-                    older[name] = refusers_hint(name, pin.version, pin.reason, refusers)
-        raise explain_impossible(
-            causes, index, over, chains=chains, prereleases=prereleases, older=older
-        ) from None
-    except resolvelib.ResolutionTooDeep as exc:
+    problem = _Problem(index, manifest, tuple(root_needs))
+    outcome = problem.attempt(max_rounds=max_rounds, reporter=_PinReporter(on_pin))
+    if outcome.too_deep:
         raise ResolutionError(
             f"resolution gave up after {max_rounds} rounds of backtracking",
             hint="pin the packages involved more tightly in the profile's requirements",
-        ) from exc
+        )
+    if outcome.result is None:
+        raise _conflict(problem, list(outcome.causes), hints, max_rounds)
     resolution = _assemble(
-        result.mapping, root_needs, root_applied, target, over, pins, undeclared, drop_map
+        outcome.result.mapping, root_needs, root_applied, target, manifest, index.pins
     )
     rejected = tuple(r for n in sorted(resolution.packages) for r in index.rejected.get(n, []))
     return replace(resolution, rejected=rejected)
+
+
+def _conflict(
+    problem: _Problem, causes: list[Any], hints: bool, max_rounds: int
+) -> ResolutionError:
+    """The error for a conflict: every missing name at once where names are missing, else
+    the conflict explained, with older versions or every refuser of a protected build."""
+    index, target, manifest = problem.index, problem.target, problem.manifest
+    over, drop_map = manifest.override_map, manifest.drop_map
+    missing = _missing(causes, index)
+    if missing and hints:
+        more = _every_missing(problem, missing)
+        if len(more) > 1:
+            return all_missing(more, index)
+    parents = sorted({i.parent for i in causes if i.parent is not None}, key=str)
+    chains = {
+        str(p): requirement_chain(p, problem.root_needs, index, target, over, drops=drop_map)
+        for p in parents
+    }
+    older: dict[NormalizedName, str] = {}
+    if hints:
+
+        def trial(extra: Sequence[Requirement]) -> list[Any] | None:
+            """None when the roots, with ``extra`` in place of the roots on the same
+            names, resolve; else the conflict's causes."""
+            names = {canonicalize_name(r.name) for r in extra}
+            needs = [n for n in problem.root_needs if n.name not in names]
+            needs += [to_need(r, "profile", target, over)[0] for r in extra]
+            again = problem.attempt(needs, StandIns(), max_rounds=max_rounds)
+            if again.result is not None:
+                return None
+            return list(again.causes) or [None]
+
+        older = older_alternatives(causes, index, target, trial)
+        for name, pin in index.pins.items():
+            if name in older or name in over:  # an override of it: that hint says so
+                continue
+            refusers = {
+                who: lines
+                for who, lines in _every_refuser(problem, name, pin.version, causes).items()
+                if not _older_accepting(index, target, who, None, name, pin.version, 1)
+            }  # only those the wheelhouse has no accepting version of
+            if refusers:
+                older[name] = refusers_hint(name, pin.version, pin.reason, refusers)
+    return explain_impossible(
+        causes, index, over, chains=chains, prereleases=manifest.prereleases, older=older
+    )
 
 
 def _missing(causes: Sequence[Any], index: CandidateIndex) -> set[NormalizedName]:
@@ -397,29 +389,19 @@ def _missing(causes: Sequence[Any], index: CandidateIndex) -> set[NormalizedName
 
 
 def _every_missing(
-    first: set[NormalizedName],
-    index: CandidateIndex,
-    target: Target,
-    over: Mapping[NormalizedName, Override],
-    prereleases: str,
-    root_needs: Sequence[Need],
-    drops: Mapping[NormalizedName, Drop],
-    *,
-    rounds: int = 50,
+    problem: _Problem, first: set[NormalizedName], *, rounds: int = 50
 ) -> dict[NormalizedName, set[str]]:
     """Every name the resolution needs and the wheelhouse lacks (name -> who asked): resolve
-    again with the missing names taken as present, until nothing more is missing."""
+    again with the missing names as stand-ins, until nothing more is missing."""
     found: dict[NormalizedName, set[str]] = {}
     assume = set(first)
     for _ in range(rounds):
-        provider = _Provider(index, target, over, prereleases, drops=drops, assume=assume)
-        try:
-            result = resolvelib.Resolver(provider, resolvelib.BaseReporter()).resolve(
-                root_needs, max_rounds=20_000
-            )
-        except resolvelib.ResolutionImpossible as exc:
-            new = _missing(list(exc.causes), index) - assume
-            for info in exc.causes:
+        outcome = problem.attempt(stand_ins=StandIns(frozenset(assume)))
+        if outcome.too_deep:
+            break
+        if outcome.result is None:
+            new = _missing(outcome.causes, problem.index) - assume
+            for info in outcome.causes:
                 n = canonicalize_name(info.requirement.name)
                 if n in new or n in assume:
                     found.setdefault(n, set()).add(info.requirement.parent)
@@ -427,9 +409,7 @@ def _every_missing(
                 break
             assume |= new
             continue
-        except resolvelib.ResolutionTooDeep:
-            break
-        for req in result.criteria.values():
+        for req in outcome.result.criteria.values():
             for info in req.information:
                 n = canonicalize_name(info.requirement.name)
                 if n in assume:
@@ -439,22 +419,17 @@ def _every_missing(
 
 
 def _every_refuser(
+    problem: _Problem,
     name: NormalizedName,
     version: Version,
     causes: Sequence[Any],
-    index: CandidateIndex,
-    target: Target,
-    over: Mapping[NormalizedName, Override],
-    prereleases: str,
-    root_needs: Sequence[Need],
     *,
-    drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
     rounds: int = 20,
 ) -> dict[NormalizedName, dict[str, Version]]:
     """Every package whose wheelhouse versions refuse the protected ``name`` ``version``,
     not only the first conflict's (name -> refusing requirement -> the version asking it):
-    resolve again with the refusers taken as present, until the rest resolves or nothing
-    new refuses."""
+    resolve again with the refusers as stand-ins, until the rest resolves or nothing new
+    refuses."""
     found: dict[NormalizedName, dict[str, Version]] = {}
     for _ in range(rounds):
         new = False
@@ -472,16 +447,10 @@ def _every_refuser(
                 new = True
         if not new:
             break
-        provider = _Provider(index, target, over, prereleases, drops=drops, assume=set(found))
-        try:
-            resolvelib.Resolver(provider, resolvelib.BaseReporter()).resolve(
-                root_needs, max_rounds=20_000
-            )
-        except resolvelib.ResolutionImpossible as exc:
-            causes = list(exc.causes)
+        outcome = problem.attempt(stand_ins=StandIns(frozenset(found)))
+        if outcome.result is None and not outcome.too_deep:
+            causes = outcome.causes
             continue
-        except resolvelib.ResolutionTooDeep:
-            pass
         break
     return found
 
@@ -646,11 +615,11 @@ def _assemble(
     root_needs: Sequence[Need],
     root_applied: Sequence[Applied],
     target: Target,
-    over: Mapping[NormalizedName, Override],
+    manifest: Manifest,
     pins: Mapping[NormalizedName, Pinned],
-    undeclared: Collection[NormalizedName],
-    drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
 ) -> Resolution:
+    over = manifest.override_map
+    drops = manifest.drop_map
     extras: dict[NormalizedName, set[NormalizedName]] = defaultdict(set)
     base: dict[NormalizedName, Candidate] = {}
     for cand in mapping.values():
@@ -718,7 +687,7 @@ def _assemble(
             order_graph(
                 {n: c.depends_on for n, c in chosen.items()},
                 [n.name for n in root_needs],
-                undeclared,
+                manifest.undeclared,
             )
         ),
     )

@@ -1,0 +1,32 @@
+"""A plan must not break what it leaves alone: requirements of installed distributions
+outside the lock (checked by `wh lock` for a live target and by `wh install`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from packaging.utils import NormalizedName
+
+from wh.env.environment import Environment
+from wh.errors import ResolutionError
+from wh.install.outside import broken_by
+
+
+def refuse_breaking(
+    env: Environment, after: Mapping[NormalizedName, Any], covered: frozenset[NormalizedName]
+) -> None:
+    """Refuse a plan that breaks a requirement of an installed distribution the lock does
+    not cover (pydantic pins pydantic-core; the lock replaces pydantic-core): before any
+    change, with every such requirement at once."""
+    broken = broken_by(env.dists, after, env.target, skip=covered)
+    if broken:
+        names = sorted({b.dist.split()[0] for b in broken})
+        raise ResolutionError(
+            f"the plan would break {len(broken)} requirement(s) of distributions installed "
+            f"in {env.python} outside the lock; nothing was changed",
+            details=[str(b) for b in broken],
+            hint="add them to the profile so the lock resolves them with the rest ("
+            + " ".join(f"-r {n}" for n in names)
+            + "), or remove them from the environment deliberately",
+        )
