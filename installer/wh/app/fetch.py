@@ -4,11 +4,13 @@ the resolver `wh lock` uses, then download exactly the resolved wheels, checked 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +26,10 @@ from packaging.version import Version
 from wh.airgap import fetchmemo
 from wh.airgap.indexclient import Http, IndexClient, RemoteFile, configured_index
 from wh.airgap.remotesource import RemoteWheel, Source
+from wh.app.workflow import pins_for
 from wh.env.environment import Environment
 from wh.errors import ProfileError, ResolutionError, WheelhouseError
+from wh.hashing import sha256_many
 from wh.model.candidates import CandidateIndex, Pinned
 from wh.model.overrides import Dropped
 from wh.model.profile import Drop, Profile
@@ -34,6 +38,11 @@ from wh.model.target import Target
 from wh.model.wheel import Wheel
 from wh.resolve.resolver import resolve
 from wh.wheelhouse.scan import Wheelhouse, known_digests, remember_digests, scan
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 _JOBS = 16  # project pages and metadata files in flight
 _DOWNLOADS = 6  # wheels downloading at once
@@ -95,14 +104,6 @@ class FetchReport:
 
 def _recipes() -> dict[NormalizedName, str]:
     """Distribution name -> the `wh build` recipe that makes it."""
-    import sys
-    from importlib import resources
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-
     out: dict[NormalizedName, str] = {}
     folder = resources.files("wh") / "kernels" / "recipes"
     for p in folder.iterdir():
@@ -279,7 +280,6 @@ def download_closure(
             todo.setdefault(e.filename, e)
     present = [wheelhouse / f for f in todo if (wheelhouse / f).is_file()]
     digests = known_digests(present)
-    from wh.hashing import sha256_many
 
     digests.update(sha256_many([p for p in present if p not in digests]))
     report.digests.update(digests)
@@ -362,8 +362,6 @@ def fetch(
 ) -> FetchReport:
     """Resolve ``profile`` for every target over the index, then (unless ``dry_run``)
     download exactly the resolved wheels into ``wheelhouse`` and check that it locks."""
-    from wh.app.workflow import pins_for
-
     if not profile.roots:
         raise ProfileError(
             f"profile {profile.name!r} has no requirements",
@@ -473,7 +471,6 @@ def _local_hashes(report: FetchReport, local: Iterable[Wheel]) -> None:
         return
     paths = [w.path for w in local if w.filename in need]
     digests = known_digests(paths)
-    from wh.hashing import sha256_many
 
     digests.update(sha256_many([p for p in paths if p not in digests]))
     by_name = {p.name: d for p, d in digests.items()}
@@ -484,8 +481,6 @@ def _local_hashes(report: FetchReport, local: Iterable[Wheel]) -> None:
 
 
 def _with_sha(e: ClosureEntry, sha256: str) -> ClosureEntry:
-    from dataclasses import replace
-
     return replace(e, sha256=sha256)
 
 
@@ -497,8 +492,6 @@ def _check_locks(
     status: Callable[[str], None],
 ) -> None:
     """The wheelhouse the fetch leaves locks for every target (as `wh lock` would)."""
-    from wh.app.workflow import pins_for
-
     house = scan(wheelhouse, hashes=False)
     # a later fetch (or lock) finds these digests instead of hashing the wheels again
     remember_digests({p: d for p, d in report.digests.items() if d})

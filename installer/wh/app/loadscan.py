@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING, Any
 from packaging.utils import NormalizedName, canonicalize_name
 
 from wh.app.loadcheck import BuiltAgainst, LoadProblem, LoadReport, Unit, check
+from wh.app.verify import Finding
 from wh.cache.stamps import write_json
 from wh.env.platformlibs import Platform, for_target, live
 from wh.errors import LockError
 from wh.model.loadoptions import LoadOptions
 from wh.settings import cache_dir
 from wh.wheel import natives as nat
+from wh.wheel.wheelfile import record_rows
 
 if TYPE_CHECKING:
-    from wh.app.verify import Finding
     from wh.env.environment import Environment
     from wh.model.installed import InstalledDist
     from wh.model.lockfile import Lock
@@ -126,7 +127,6 @@ def record_paths(dist: InstalledDist) -> list[str]:
         text = (dist.dist_info / "RECORD").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
-    from wh.wheel.wheelfile import record_rows
 
     out = []
     for row in record_rows(text):
@@ -276,8 +276,6 @@ def installed_check(lock: Lock, env: Environment) -> LoadReport:
 
 def verify_findings(lock: Lock, env: Environment) -> list[Finding]:
     """``wh verify``'s load check: failures, unless the lock skipped the check (warnings)."""
-    from wh.app.verify import Finding
-
     recorded = lock.tool.get("load-check", {})
     skipped = recorded.get("checked") is False
     report = installed_check(lock, env)

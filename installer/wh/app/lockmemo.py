@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -142,8 +143,6 @@ def lock_report(
     load: LoadOptions | None = None,
 ) -> dict[str, Any]:
     """``wh lock``: the remembered report when nothing changed, else a fresh lock's."""
-    from concurrent.futures import ThreadPoolExecutor
-
     options = {
         "prereleases": prereleases,
         "use_installed": use_installed,

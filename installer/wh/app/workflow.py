@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from packaging.utils import NormalizedName, canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name, parse_wheel_filename
 
 from wh.app.asked import Asked
 from wh.app.hooks import Hooks, TargetSpec
@@ -20,19 +21,29 @@ from wh.errors import (
     LockError,
     ProfileError,
     ProtectionError,
+    ResolutionError,
     TargetError,
     VerifyError,
+    WheelhouseError,
 )
 from wh.hashing import sha256_many
+from wh.install import envlock, fingerprint
+from wh.install.backend import choose, fit_interpreter
+from wh.install.layout import Schemes
+from wh.install.outside import broken_by
+from wh.install.overwrite import between_wheels
 from wh.install.validate import refuse_ambiguous
 from wh.model import lockfile as lockmod
+from wh.model import schedule
+from wh.model.candidates import Pinned
+from wh.model.loadoptions import LoadOptions
+from wh.model.plan import balanced, make_plan
 from wh.model.target import Target
+from wh.wheel import portable
 from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes, known_digests, scan
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from wh.install.fingerprint import Fingerprint
-    from wh.model.candidates import Pinned
-    from wh.model.loadoptions import LoadOptions
     from wh.model.plan import Plan, Refusal
     from wh.model.profile import Profile, Protection
     from wh.model.resolution import Resolution
@@ -60,8 +71,6 @@ def pins_for(
     profile: Profile, target: Target, env: Environment | None, wheelhouse: Wheelhouse
 ) -> tuple[dict[NormalizedName, Pinned], set[NormalizedName]]:
     """Protected installs as resolver pins, and the protected names absent from the env."""
-    from wh.model.candidates import Pinned
-
     pins: dict[NormalizedName, Pinned] = {}
     absent: set[NormalizedName] = set()
     for p in profile.protections:
@@ -100,8 +109,6 @@ def _exact_build(p: Protection, wheelhouse: Wheelhouse) -> Pinned | None:
     """The protection's exact build (``torch==2.9.1+cu130``) as a pin on its wheelhouse
     wheel, for an environment that lacks it; None when no version is named or no wheel has it.
     """
-    from wh.model.candidates import Pinned
-
     if p.version is None:
         return None
     same = [w for w in wheelhouse.wheels if w.name == p.name and w.version == p.version]
@@ -143,8 +150,6 @@ def do_lock(
 ) -> LockResult:
     """Lock ``profile`` from the wheelhouse; ``resolved`` is the target when already probed."""
     from wh.app import loadscan
-    from wh.model.candidates import Pinned
-    from wh.model.loadoptions import LoadOptions
     from wh.resolve.resolver import resolve
 
     if not profile.roots:
@@ -258,8 +263,6 @@ def do_lock(
 
 def _overwrites(resolution: Resolution, allow: tuple[NormalizedName, ...]) -> list[str]:
     """Files two locked wheels both write, in install order (the later one overwrites)."""
-    from wh.install.overwrite import between_wheels
-
     return between_wheels(
         [
             w.path
@@ -296,8 +299,6 @@ def lock_summary(result: LockResult) -> dict[str, Any]:
 
 def build_records(resolution: Resolution) -> dict[str, dict[str, Any]]:
     """Provenance of locally built wheels (``<wheel>.build.json`` beside them)."""
-    import json
-
     out: dict[str, dict[str, Any]] = {}
     for chosen in resolution.packages.values():
         w = chosen.candidate.wheel
@@ -328,7 +329,6 @@ def check_lock(
     problems: list[str] = []
     if lockmod.digest_ok(current) is False:
         problems.append(f"{lock_path}: digest mismatch: the lock was edited by hand")
-    from wh.errors import ResolutionError, WheelhouseError
 
     try:
         fresh = do_lock(
@@ -352,8 +352,6 @@ def check_lock(
 def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | None]:
     """Every wheel exists with the locked size and sha256, before anything changes.
     Returns each wheel's identity as hashed (``fingerprint``)."""
-    from wh.install import fingerprint
-
     problems: list[str] = []
     present = []
     for pkg in lockmod.package_list(lock):
@@ -398,8 +396,6 @@ def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
         if key in markers and markers[key] != env.target.markers.get(key)
     ]
     for pkg in lockmod.package_list(lock):
-        from packaging.utils import parse_wheel_filename
-
         tags = parse_wheel_filename(pkg.filename)[3]
         if env.target.wheel_rank(tags) is None:
             problems.append(f"{pkg.filename} does not fit {env.target.description}")
@@ -459,7 +455,7 @@ def do_install(
 ) -> InstallResult:
     """Install the lock at ``lock_path`` (or ``lock``, already read) into ``python``;
     ``asked`` adds the command line's protections and checks to the lock's."""
-    from wh.install import envlock, journal
+    from wh.install import journal
 
     lock = lock or lockmod.read(lock_path)
     # only the prefix is needed before the lock is held; a venv's is found without running
@@ -511,10 +507,6 @@ def _install_locked(
     asked: Asked,
 ) -> InstallResult:
     from wh.install import journal, safeguard, staging, unpredicted
-    from wh.install.backend import choose, fit_interpreter
-    from wh.install.layout import Schemes
-    from wh.model import schedule
-    from wh.model.plan import balanced, make_plan
 
     lock_fits(lock, env)
     kept_installed(lock, env)
@@ -548,7 +540,6 @@ def _install_locked(
         allow_overwrite=tuple(lock.tool.get("allow-overwrite", ())),
         digests=digests,
     )
-    from wh.wheel import portable
 
     if portable.windows_paths_limited():  # Windows: MAX_PATH, checked before any change
         files = ((t.text, t.arcname) for lay in layouts for t in lay.files)
@@ -633,9 +624,6 @@ def refuse_breaking(
     """Refuse a plan that breaks a requirement of an installed distribution the lock does
     not cover (pydantic pins pydantic-core; the lock replaces pydantic-core): before any
     change, with every such requirement at once."""
-    from wh.errors import ResolutionError
-    from wh.install.outside import broken_by
-
     broken = broken_by(env.dists, after, env.target, skip=covered)
     if broken:
         names = sorted({b.dist.split()[0] for b in broken})
@@ -651,7 +639,7 @@ def refuse_breaking(
 
 def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
     """Warn when the profile's launch needs a capability no installed build provides."""
-    from wh.kernels.advice import advice_for  # reads the shipped recipes only if needed
+    from wh.kernels.advice import advice_for
 
     needs = list(lock.tool.get("needs", []))
     if not needs:
