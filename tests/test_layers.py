@@ -138,7 +138,10 @@ _LIFETIME = (
 )
 _ELF = "the ELF reader loads only when a Linux binary is read (the load check)"
 _LOADSCAN = "the load check (ELF/PE readers, recipes) loads only when a lock or verify runs it"
-_INSTALL = "lock and verify do not load the install transaction (journal, staging, safeguard)"
+_INSTALL = (
+    "lock and verify do not load the install machinery (backends, journal, staging, "
+    "safeguard, the environment lock, fingerprints)"
+)
 # Function-level imports kept outside wh/cli (where imports stay in the commands so that
 # `wh --help` loads no use case), each with why. Key: (module, the import statement).
 FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
@@ -160,13 +163,23 @@ FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
     ("wh.wheel.natives", "import pefile"): (
         "the PE reader loads only when a Windows binary is read (a Windows target's load check)"
     ),
+    ("wh.wheelhouse.scan", "from filelock import FileLock"): (
+        "filelock loads only when the scan cache is written: an unchanged wheelhouse (a "
+        "remembered lock) never loads it"
+    ),
+    (
+        "wh.resolve.resolver",
+        "from wh.resolve.explain import all_missing, explain_impossible, refusers_hint",
+    ): "the explanation of a conflict loads only when a resolution fails",
     # workflow holds every command's use case: each command loads only the machinery it uses
     ("wh.app.workflow", "from wh.app import loadscan"): _LOADSCAN,
     ("wh.app.workflow", "from wh.app.loadscan import verify_findings"): _LOADSCAN,
     ("wh.app.workflow", "from wh.resolve.resolver import resolve"): (
         "install --locked and verify do not load the resolver"
     ),
-    ("wh.app.workflow", "from wh.install import journal"): _INSTALL,
+    ("wh.app.workflow", "from wh.install import envlock, journal"): _INSTALL,
+    ("wh.app.workflow", "from wh.install import fingerprint"): _INSTALL,
+    ("wh.app.workflow", "from wh.install.backend import choose, fit_interpreter"): _INSTALL,
     ("wh.app.workflow", "from wh.install import journal, safeguard, staging, unpredicted"): (
         _INSTALL
     ),

@@ -27,8 +27,6 @@ from wh.errors import (
     WheelhouseError,
 )
 from wh.hashing import sha256_many
-from wh.install import envlock, fingerprint
-from wh.install.backend import choose, fit_interpreter
 from wh.install.layout import Schemes
 from wh.install.outside import broken_by
 from wh.install.overwrite import between_wheels
@@ -352,6 +350,8 @@ def check_lock(
 def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | None]:
     """Every wheel exists with the locked size and sha256, before anything changes.
     Returns each wheel's identity as hashed (``fingerprint``)."""
+    from wh.install import fingerprint
+
     problems: list[str] = []
     present = []
     for pkg in lockmod.package_list(lock):
@@ -455,7 +455,7 @@ def do_install(
 ) -> InstallResult:
     """Install the lock at ``lock_path`` (or ``lock``, already read) into ``python``;
     ``asked`` adds the command line's protections and checks to the lock's."""
-    from wh.install import journal
+    from wh.install import envlock, journal
 
     lock = lock or lockmod.read(lock_path)
     # only the prefix is needed before the lock is held; a venv's is found without running
@@ -507,6 +507,7 @@ def _install_locked(
     asked: Asked,
 ) -> InstallResult:
     from wh.install import journal, safeguard, staging, unpredicted
+    from wh.install.backend import choose, fit_interpreter
 
     lock_fits(lock, env)
     kept_installed(lock, env)

@@ -23,7 +23,6 @@ from wh.model.resolution import Chosen, Resolution
 from wh.model.schedule import order_graph
 from wh.model.target import Target
 from wh.model.wheel import Wheel
-from wh.resolve.explain import all_missing, explain_impossible, refusers_hint
 
 PRERELEASE_POLICIES = ("if-necessary-or-explicit", "allow", "disallow")
 _ASSUMED = Version("0")  # the stand-in version of an assumed-present name (by identity)
@@ -319,6 +318,8 @@ def resolve(
     try:
         result = resolver.resolve(root_needs, max_rounds=max_rounds)
     except resolvelib.ResolutionImpossible as exc:
+        from wh.resolve.explain import all_missing, explain_impossible, refusers_hint
+
         causes = list(exc.causes)
         missing = _missing(causes, index)
         if missing and hints:

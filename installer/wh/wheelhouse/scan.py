@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
 from packaging.utils import NormalizedName, canonicalize_name
 
 from wh.cache.stamps import cache_file, stat_key, write_json
@@ -366,6 +365,7 @@ def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
 def _write_cache(cfile: Path, entries: dict[str, dict[str, object]]) -> None:
     try:
         cfile.parent.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock
 
         with FileLock(str(cfile) + ".lock", timeout=30):
             write_json(cfile, {"version": _CACHE_VERSION, "entries": entries})
