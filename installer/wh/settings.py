@@ -12,5 +12,4 @@ def cache_dir() -> Path:
     env = os.environ.get("WH_CACHE_DIR")
     if env:
         return Path(env)
-
     return Path(user_cache_dir("wh", appauthor=False))
