@@ -139,8 +139,8 @@ _LIFETIME = (
 _ELF = "the ELF reader loads only when a Linux binary is read (the load check)"
 _LOADSCAN = "the load check (ELF/PE readers, recipes) loads only when a lock or verify runs it"
 _INSTALL = (
-    "lock and verify do not load the install machinery (backends, journal, staging, "
-    "safeguard, the environment lock, fingerprints)"
+    "wh lock does not load the install machinery (backends, journal, staging, safeguard, "
+    "the environment lock, fingerprints)"
 )
 # Function-level imports kept outside wh/cli (where imports stay in the commands so that
 # `wh --help` loads no use case), each with why. Key: (module, the import statement).
@@ -175,7 +175,7 @@ FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
     ("wh.app.workflow", "from wh.app import loadscan"): _LOADSCAN,
     ("wh.app.workflow", "from wh.app.loadscan import verify_findings"): _LOADSCAN,
     ("wh.app.workflow", "from wh.resolve.resolver import resolve"): (
-        "install --locked and verify do not load the resolver"
+        "wh install --locked and wh verify do not load the resolver"
     ),
     ("wh.app.workflow", "from wh.install import envlock, journal"): _INSTALL,
     ("wh.app.workflow", "from wh.install import fingerprint"): _INSTALL,
