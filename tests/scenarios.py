@@ -12,8 +12,9 @@ from typing import Any
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from wh.model.target import Target, declared
+from wh.model.wheel import Wheel, WheelProblem
 
-from tests.factory import make_wheel
+from tests.factory import as_scanned, make_wheel, wheel_value
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -108,6 +109,32 @@ class Scenario:
                     )
                 )
         return paths
+
+    def wheels(self, folder: Path = Path("wheelhouse")) -> list[Wheel]:
+        """The ``Wheel``s a scan of ``build_wheelhouse``'s folder reads, as values.
+
+        No file is written. They are listed as a scan lists them (``as_scanned``), and a
+        wheel whose metadata does not parse is left out (a scan reports it as a problem).
+        """
+        wheels: list[Wheel] = []
+        for rel in self.releases:
+            if not rel.wheel:
+                continue
+            for tag in rel.wheel_tags:
+                try:
+                    wheel = wheel_value(
+                        folder,
+                        rel.name,
+                        rel.version,
+                        rel.requires,
+                        tag=tag,
+                        requires_python=rel.requires_python or None,
+                        extras=rel.extras,
+                    )
+                except WheelProblem:
+                    continue
+                wheels.append(wheel)
+        return as_scanned(wheels)
 
 
 def _platform(option: str | None) -> str:

@@ -14,9 +14,8 @@ from wh.model.manifest import Manifest
 from wh.model.profile import Profile, load_profile
 from wh.model.target import declared
 from wh.resolve.resolver import resolve
-from wh.wheelhouse.scan import scan
 
-from tests.factory import make_wheel
+from tests.factory import as_scanned, make_wheel, wheel_value
 
 WIN = declared("win_amd64", "3.12")
 LINUX = declared("manylinux_2_28_x86_64", "3.12")
@@ -31,9 +30,16 @@ def _house(tmp: Path) -> Path:
     return house
 
 
-def test_drop_applies_per_requirement_where_its_marker_holds(tmp_path: Path) -> None:
-    house = _house(tmp_path)
-    wheels = scan(house, use_cache=False).wheels
+def test_drop_applies_per_requirement_where_its_marker_holds() -> None:
+    # _house's wheels as values: the resolver reads no file
+    house = Path("wheelhouse")
+    wheels = as_scanned(
+        [
+            wheel_value(house, "app", "1.0", ["uvloop", "lib"]),
+            wheel_value(house, "lib", "1.0", ["uvloop>=0.18"]),
+            wheel_value(house, "uvloop", "0.21", tag="cp312-cp312-manylinux_2_28_x86_64"),
+        ]
+    )
     profile = Profile("p").with_flags(
         requirements=["app"], drops=["uvloop; sys_platform == 'win32'", "absent"]
     )

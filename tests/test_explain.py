@@ -14,25 +14,25 @@ from wh.model.manifest import Manifest
 from wh.model.profile import Override
 from wh.model.target import declared
 from wh.resolve.resolver import resolve
-from wh.wheelhouse.scan import scan
 
-from tests.factory import make_wheel
+from tests.factory import as_scanned, wheel_value
 from tests.scenarios import load, scenarios_root
 
 LINUX = declared("manylinux_2_28_x86_64", "3.12")
 ROOT = scenarios_root()
+# Where the wheels built as values would be: no file is written there.
+HOUSE = Path("wheelhouse")
 
 
 def _manifest(*roots: str) -> Manifest:
     return Manifest(requirements=tuple(Requirement(r) for r in roots))
 
 
-def _scenario_error(sid: str, tmp_path: Path) -> ResolutionError:
+def _scenario_error(sid: str) -> ResolutionError:
     if ROOT is None:
         pytest.skip("the shared resolver scenarios are absent")
     sc = load(ROOT / sid, ROOT)
-    sc.build_wheelhouse(tmp_path)
-    wheels = scan(tmp_path, use_cache=False).wheels
+    wheels = sc.wheels()
     with pytest.raises(ResolutionError) as info:
         manifest = Manifest(requirements=tuple(sc.roots()), prereleases=sc.prereleases)
         resolve(manifest, CandidateIndex.build(wheels, sc.target(), {}))
@@ -109,19 +109,22 @@ SCENARIO_MESSAGES = [
 
 
 @pytest.mark.parametrize(("sid", "lines"), SCENARIO_MESSAGES, ids=[s for s, _ in SCENARIO_MESSAGES])
-def test_scenario_explanations(sid: str, lines: list[str], tmp_path: Path) -> None:
-    text = _scenario_error(sid, tmp_path).render()
+def test_scenario_explanations(sid: str, lines: list[str]) -> None:
+    text = _scenario_error(sid).render()
     for line in lines:
         assert line in text, f"missing {line!r} in:\n{text}"
 
 
-def test_explanation_shows_the_whole_chain_from_the_profile(tmp_path: Path) -> None:
-    make_wheel(tmp_path, "app", "1.0", ["mid>=1"])
-    make_wheel(tmp_path, "mid", "1.0", ["leaf==1.0"])
-    make_wheel(tmp_path, "other", "1.0", ["leaf==2.0"])
-    make_wheel(tmp_path, "leaf", "1.0")
-    make_wheel(tmp_path, "leaf", "2.0")
-    wheels = scan(tmp_path, use_cache=False).wheels
+def test_explanation_shows_the_whole_chain_from_the_profile() -> None:
+    wheels = as_scanned(
+        [
+            wheel_value(HOUSE, "app", "1.0", ["mid>=1"]),
+            wheel_value(HOUSE, "mid", "1.0", ["leaf==1.0"]),
+            wheel_value(HOUSE, "other", "1.0", ["leaf==2.0"]),
+            wheel_value(HOUSE, "leaf", "1.0"),
+            wheel_value(HOUSE, "leaf", "2.0"),
+        ]
+    )
     with pytest.raises(ResolutionError) as info:
         resolve(_manifest("app", "other"), CandidateIndex.build(wheels, LINUX, {}))
     err = info.value
@@ -138,10 +141,13 @@ def test_explanation_shows_the_whole_chain_from_the_profile(tmp_path: Path) -> N
     assert err.to_json()["exit_code"] == 4
 
 
-def test_explanation_names_the_override_that_caused_the_conflict(tmp_path: Path) -> None:
-    make_wheel(tmp_path, "sglang", "0.5.10", ["sglang-kernel==0.4.1"])
-    make_wheel(tmp_path, "sglang-kernel", "0.4.3")
-    wheels = scan(tmp_path, use_cache=False).wheels
+def test_explanation_names_the_override_that_caused_the_conflict() -> None:
+    wheels = as_scanned(
+        [
+            wheel_value(HOUSE, "sglang", "0.5.10", ["sglang-kernel==0.4.1"]),
+            wheel_value(HOUSE, "sglang-kernel", "0.4.3"),
+        ]
+    )
     override = Override(Requirement("sglang-kernel==0.4.5"), reason="needs the 0.4.5 fix")
     with pytest.raises(ResolutionError) as info:
         resolve(
@@ -158,12 +164,13 @@ def test_explanation_names_the_override_that_caused_the_conflict(tmp_path: Path)
     assert "a version the wheelhouse has: 0.4.3" in text
 
 
-def test_explanation_names_the_rejected_wheel_of_a_version_another_wheel_provides(
-    tmp_path: Path,
-) -> None:
-    make_wheel(tmp_path, "a", "2.0", tag="cp312-cp312-win_amd64")
-    make_wheel(tmp_path, "a", "1.0", tag="cp312-cp312-manylinux_2_17_x86_64")
-    wheels = scan(tmp_path, use_cache=False).wheels
+def test_explanation_names_the_rejected_wheel_of_a_version_another_wheel_provides() -> None:
+    wheels = as_scanned(
+        [
+            wheel_value(HOUSE, "a", "2.0", tag="cp312-cp312-win_amd64"),
+            wheel_value(HOUSE, "a", "1.0", tag="cp312-cp312-manylinux_2_17_x86_64"),
+        ]
+    )
     with pytest.raises(ResolutionError) as info:
         resolve(_manifest("a>=2"), CandidateIndex.build(wheels, LINUX, {}))
     assert info.value.details == (
@@ -178,10 +185,14 @@ def test_explanation_names_the_rejected_wheel_of_a_version_another_wheel_provide
     assert "only the profile asks for a (a>=2)" in info.value.hint
 
 
-def test_candidate_index_explain_without_labels_reads_as_plain_specifiers(tmp_path: Path) -> None:
-    make_wheel(tmp_path, "a", "1.0")
-    make_wheel(tmp_path, "a", "2.0+x")
-    index = CandidateIndex.build(scan(tmp_path, use_cache=False).wheels, LINUX, {})
+def test_candidate_index_explain_without_labels_reads_as_plain_specifiers() -> None:
+    wheels = as_scanned(
+        [
+            wheel_value(HOUSE, "a", "1.0"),
+            wheel_value(HOUSE, "a", "2.0+x"),
+        ]
+    )
+    index = CandidateIndex.build(wheels, LINUX, {})
     assert index.explain(canonicalize_name("a"), [SpecifierSet(">2.0")]) == [
         "a-1.0-py3-none-any.whl: version 1.0 does not satisfy >2.0",
         "a-2.0+x-py3-none-any.whl: version 2.0+x does not satisfy >2.0 (PEP 440: >2.0 never "

@@ -20,9 +20,8 @@ from wh.model.resolution import Resolution
 from wh.model.target import Target, declared
 from wh.model.wheel import Wheel
 from wh.resolve.resolver import install_levels, resolve
-from wh.wheelhouse.scan import scan
 
-from tests.factory import make_wheel
+from tests.factory import as_scanned, wheel_value
 
 LINUX = declared("manylinux_2_28_x86_64", "3.12")
 WINDOWS = declared("win_amd64", "3.12")
@@ -34,10 +33,14 @@ TORCH_PIN = {
 
 
 class House:
-    """A tmp wheelhouse filled with ``make_wheel``; ``wheels`` scans it."""
+    """A wheelhouse as values: ``Wheel``s built from metadata, no file written.
+
+    ``wheels`` lists them as a scan of the folder would (``as_scanned``).
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._added: list[Wheel] = []
 
     def add(
         self,
@@ -48,17 +51,19 @@ class House:
         tag: str = "py3-none-any",
         extras: Mapping[str, Iterable[str]] | None = None,
     ) -> House:
-        make_wheel(self.folder, name, version, requires, tag=tag, extras=extras)
+        self._added.append(
+            wheel_value(self.folder, name, version, requires, tag=tag, extras=extras)
+        )
         return self
 
     @property
     def wheels(self) -> list[Wheel]:
-        return list(scan(self.folder, use_cache=False).wheels)
+        return as_scanned(self._added)
 
 
 @pytest.fixture
-def house(tmp_path: Path) -> House:
-    return House(tmp_path / "wheelhouse")
+def house() -> House:
+    return House(Path("wheelhouse"))
 
 
 def _resolve(

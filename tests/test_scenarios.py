@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 from wh.errors import ResolutionError
@@ -12,7 +11,6 @@ from wh.model.candidates import CandidateIndex
 from wh.model.manifest import Manifest
 from wh.model.wheel import Wheel
 from wh.resolve.resolver import resolve
-from wh.wheelhouse.scan import scan
 
 from tests.scenarios import Scenario, divergences, load_all, normalized, scenarios_root
 
@@ -40,12 +38,6 @@ def _params() -> list[object]:
     return params
 
 
-def wheelhouse(sc: Scenario, folder: Path) -> list[Wheel]:
-    """The scenario's wheels, written with ``make_wheel`` and read back by ``scan``."""
-    sc.build_wheelhouse(folder)
-    return list(scan(folder, use_cache=False).wheels)
-
-
 def answer(sc: Scenario, wheels: Sequence[Wheel]) -> dict[str, str] | str:
     """The versions wh picks, or the rendered error when it finds none."""
     try:
@@ -59,8 +51,8 @@ def answer(sc: Scenario, wheels: Sequence[Wheel]) -> dict[str, str] | str:
 
 
 @pytest.mark.parametrize("sc", _params())
-def test_scenario(sc: Scenario, tmp_path: Path) -> None:
-    wheels = wheelhouse(sc, tmp_path)
+def test_scenario(sc: Scenario) -> None:
+    wheels = sc.wheels()
     got = answer(sc, wheels)
     # Determinism: the same answer (or the same explanation) whatever the order of wheels.
     for seed in range(2):

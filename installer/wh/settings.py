@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from platformdirs import user_cache_dir
+
 
 def cache_dir() -> Path:
     env = os.environ.get("WH_CACHE_DIR")
     if env:
         return Path(env)
-    from platformdirs import user_cache_dir
-
     return Path(user_cache_dir("wh", appauthor=False))

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from wh.airgap.indexclient import Http
 from wh.errors import LockWheelsError, WheelhouseError
 from wh.model.lockfile import Lock, LockedPackage, package_list
 
@@ -45,8 +46,6 @@ def ordered(lock: Lock) -> list[LockedPackage]:
 def download_locked(lock: Lock, status: Callable[[str], None]) -> list[str]:
     """Download the URL wheels of ``lock`` that are not in wh's cache yet, each checked
     against the lock's sha256 before it is used. Returns the downloaded file names."""
-    from wh.airgap.indexclient import Http
-
     todo: Sequence[LockedPackage] = [
         p for p in package_list(lock) if p.url and not p.wheel.is_file()
     ]

@@ -10,9 +10,11 @@ Project pages are cached like pip and uv cache them: reused while the index's
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -24,6 +26,7 @@ from typing import Any
 from urllib.parse import urldefrag, urljoin, urlparse
 from urllib.request import url2pathname
 
+from wh.airgap.rangemeta import TAIL, metadata_from_ranges
 from wh.errors import WheelhouseError
 from wh.model.wheel import WheelMeta
 from wh.settings import cache_dir
@@ -333,8 +336,6 @@ class Http:
 
     def ranged_metadata(self, url: str, sha256: str, what: str) -> bytes:
         """METADATA of the wheel at ``url`` via Range requests, cached by the wheel's sha256."""
-        from wh.airgap.rangemeta import TAIL, metadata_from_ranges
-
         path = self.cache / "ranged-metadata" / sha256[:2] / sha256 if sha256 else None
         if path is not None:
             try:
@@ -449,8 +450,6 @@ class Http:
 
 
 def _member_from_whole(data: bytes, what: str) -> bytes:
-    from wh.airgap.rangemeta import metadata_from_ranges
-
     return metadata_from_ranges(len(data), data, lambda a, b: data[a:b], what)
 
 
@@ -537,8 +536,6 @@ class IndexClient:
 def pip_config_files() -> list[Path]:
     """pip's configuration files, lowest priority first (pip's own order: global, user,
     site; ``PIP_CONFIG_FILE`` last, ``os.devnull`` there meaning none at all)."""
-    import sys
-
     env = os.environ.get("PIP_CONFIG_FILE")
     if env == os.devnull:
         return []
@@ -568,8 +565,6 @@ def configured_index() -> str:
     """The index pip is configured with (``PIP_INDEX_URL``, else ``index-url`` in pip's
     configuration files, ``[download]`` over ``[global]``), else PyPI. Read directly: a
     ``pip config`` subprocess would cost a no-op fetch half its time."""
-    import configparser
-
     env = os.environ.get("PIP_INDEX_URL")
     if env:
         return env

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from packaging.utils import NormalizedName
 
 from wh.model.plan import Guard
-from wh.model.profile import Protection
+from wh.model.profile import Profile, Protection
 
 CHECK_MODES = ("all", "warn")
 
@@ -38,8 +38,6 @@ def from_flags(
 ) -> Asked:
     """The command line's additions: the named profile's protections with ``--protect``
     on top (a profile's reason survives ``--protect NAME==V``), and the extra checks."""
-    from wh.model.profile import Profile
-
     merged = Profile(name="asked", protections=profile_protections).with_flags(
         protections=protections
     )

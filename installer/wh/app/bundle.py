@@ -17,12 +17,15 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from wh import __version__
+from wh.airgap import signing
 from wh.app.fetch import configured_pip_env, fetch
 from wh.app.hooks import Hooks, TargetSpec
 from wh.app.lock import do_lock
 from wh.env.environment import Environment
 from wh.errors import LockError, WheelhouseError
 from wh.hashing import sha256_file, sha256_many
+from wh.install.overwrite import allow_hint
+from wh.install.validate import checked_index, refuse_wheels
 from wh.model import lockfile as lockmod
 from wh.model.candidates import CandidateIndex
 from wh.model.manifest import Manifest
@@ -32,7 +35,7 @@ from wh.model.target import Target
 from wh.proc import spawn as proc
 from wh.resolve.resolver import resolve
 from wh.settings import cache_dir
-from wh.wheel import buildrecord
+from wh.wheel import buildrecord, portable
 from wh.wheelhouse.scan import scan
 
 MANIFEST = "SHA256SUMS"
@@ -98,8 +101,6 @@ def make_bundle(
     Windows or macOS target its paths are checked against that filesystem's rules
     (``wh/wheel/portable.py``), before the archive is written.
     """
-    from wh.airgap import signing
-
     key = signing.load_private_key(sign_key) if sign_key is not None else None
     profile = manifest.profile
     target, env = spec.resolve()
@@ -119,8 +120,6 @@ def make_bundle(
         hooks.status(f"locking {profile.name} for {target.description} inside the bundle")
         done = do_lock(manifest, stage / WHEELS, stage / lock_name, spec, hooks)
         if done.overwrites:  # the install would refuse them offline: refuse here, online
-            from wh.install.overwrite import allow_hint
-
             raise WheelhouseError(
                 f"the bundle's install would fail: {len(done.overwrites)} file(s) are written "
                 f"by two of its wheels; no bundle was written to {output}",
@@ -182,9 +181,6 @@ def check_wheels_for(target: Target, wheels: list[Path]) -> None:
     """Refuse (exit 3, every problem at once) a locked wheel that fails validation, or whose
     paths a Windows or macOS target cannot hold (reserved names, trailing dots or spaces,
     ``:``, case or NFC/NFD variants of another file, also across wheels)."""
-    from wh.install.validate import checked_index, refuse_wheels
-    from wh.wheel import portable
-
     checked = [(w, *checked_index(w)) for w in wheels]
     refuse_wheels([(w.name, found) for w, _index, found in checked])
     platform = target.markers.get("sys_platform", "")
@@ -347,8 +343,6 @@ def open_bundle(
     of a temporary unpack folder. The manifest must be signed by one of the ``trust`` keys
     (``wh/airgap/signing.py``), or ``allow_unsigned`` must say that no signature is needed.
     """
-    from wh.airgap import signing
-
     if path.is_dir():
         root = path
     elif path.is_file():
@@ -445,8 +439,6 @@ def entry_problem(rel: str) -> str | None:
     Windows writes them outside the folder; reserved names, ``:`` (alternate data
     streams) and trailing dots or spaces are refused too, since a bundle is made to be
     unpacked on Windows."""
-    from wh.wheel import portable
-
     name = rel.rstrip("/")
     if not name:
         return "is empty"

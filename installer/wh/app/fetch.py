@@ -4,11 +4,13 @@ the resolver `wh lock` uses, then download exactly the resolved wheels, checked 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from wh.airgap.remotesource import RemoteWheel, Source
 from wh.app.hooks import TargetSpec
 from wh.env.environment import Environment
 from wh.errors import ProfileError, ResolutionError, WheelhouseError
+from wh.hashing import sha256_many
 from wh.model.candidates import CandidateIndex, Pinned
 from wh.model.manifest import Manifest, StandIns
 from wh.model.overrides import Dropped
@@ -37,6 +40,11 @@ from wh.model.target import Target
 from wh.model.wheel import Wheel
 from wh.resolve.resolver import resolve
 from wh.wheelhouse.scan import known_digests, remember_digests, scan
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 _JOBS = 16  # project pages and metadata files in flight
 _DOWNLOADS = 6  # wheels downloading at once
@@ -138,14 +146,6 @@ class FetchReport:
 
 def _recipes() -> dict[NormalizedName, str]:
     """Distribution name -> the `wh build` recipe that makes it."""
-    import sys
-    from importlib import resources
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-
     out: dict[NormalizedName, str] = {}
     folder = resources.files("wh") / "kernels" / "recipes"
     for p in folder.iterdir():
@@ -312,7 +312,6 @@ def download_closure(
             todo.setdefault(e.filename, e)
     present = [wheelhouse / f for f in todo if (wheelhouse / f).is_file()]
     digests = known_digests(present)
-    from wh.hashing import sha256_many
 
     digests.update(sha256_many([p for p in present if p not in digests]))
     report.digests.update(digests)
@@ -523,7 +522,6 @@ def _local_hashes(report: FetchReport, local: Iterable[Wheel]) -> None:
         return
     paths = [w.path for w in local if w.filename in need]
     digests = known_digests(paths)
-    from wh.hashing import sha256_many
 
     digests.update(sha256_many([p for p in paths if p not in digests]))
     by_name = {p.name: d for p, d in digests.items()}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.utils import NormalizedName
 
 from wh.app.loadcheck import BuiltAgainst, LoadProblem, LoadReport, Unit, check
+from wh.app.verify import Finding
 from wh.cache.stamps import write_json
 from wh.env.platformlibs import Platform, for_target, live
 from wh.errors import LockError
@@ -26,7 +27,6 @@ from wh.wheel import natives as nat
 from wh.wheel import record
 
 if TYPE_CHECKING:
-    from wh.app.verify import Finding
     from wh.env.environment import Environment
     from wh.model.installed import InstalledDist
     from wh.model.lockfile import Lock
@@ -271,8 +271,6 @@ def _allowed(lock: Lock) -> dict[str, str]:
 
 def verify_findings(lock: Lock, env: Environment) -> list[Finding]:
     """``wh verify``'s load check: failures, unless the lock skipped the check (warnings)."""
-    from wh.app.verify import Finding
-
     recorded = lock.tool.load_check
     skipped = recorded is not None and not recorded.checked
     report = installed_check(lock, env)

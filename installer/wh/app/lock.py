@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import difflib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName
 
 from wh.app import loadscan
 from wh.app.breaking import refuse_breaking
 from wh.app.hooks import Hooks, TargetSpec
-from wh.app.lockreport import LockCheckReport
+from wh.app.lockreport import LockCheckReport, LockResult
 from wh.app.scan import scan_wheelhouse
 from wh.env.environment import Environment
 from wh.errors import LockError, ProfileError, ProtectionError, ResolutionError, WheelhouseError
@@ -27,23 +26,10 @@ from wh.model.target import Target
 from wh.model.toolwh import BuildRecord
 from wh.resolve.resolver import resolve
 from wh.wheel import buildrecord
-from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes
+from wh.wheelhouse.scan import Prehash, add_hashes
 
 if TYPE_CHECKING:
     from wh.model.resolution import Resolution
-
-
-@dataclass
-class LockResult:
-    path: Path
-    changed: bool
-    resolution: Resolution
-    wheelhouse: Wheelhouse
-    target: Target
-    data: bytes = field(repr=False)
-    skipped: tuple[tuple[str, str], ...] = ()
-    overwrites: tuple[str, ...] = ()  # files two locked wheels both write (RECORD)
-    load_check: dict[str, Any] = field(default_factory=dict)
 
 
 def do_lock(

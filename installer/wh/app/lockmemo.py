@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -144,8 +145,6 @@ def lock_report(
     load: LoadOptions | None = None,
 ) -> LockReport:
     """``wh lock``: the remembered report when nothing changed, else a fresh lock's."""
-    from concurrent.futures import ThreadPoolExecutor
-
     options = {
         "prereleases": manifest.prereleases,
         "use_installed": manifest.keep_installed,

@@ -16,8 +16,25 @@ from packaging.requirements import Requirement
 from wh.model.overrides import Applied, Dropped
 from wh.model.profile import Override
 
-if TYPE_CHECKING:
-    from wh.app.lock import LockResult
+if TYPE_CHECKING:  # the values a fresh lock reports from; a replayed one has none
+    from wh.model.resolution import Resolution
+    from wh.model.target import Target
+    from wh.wheelhouse.scan import Wheelhouse
+
+
+@dataclass
+class LockResult:
+    """A lock just made: the resolution and wheelhouse it came from, and its bytes."""
+
+    path: Path
+    changed: bool
+    resolution: Resolution
+    wheelhouse: Wheelhouse
+    target: Target
+    data: bytes = field(repr=False)
+    skipped: tuple[tuple[str, str], ...] = ()
+    overwrites: tuple[str, ...] = ()  # files two locked wheels both write (RECORD)
+    load_check: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.utils import canonicalize_name
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from wh.app.asked import Asked
 from wh.app.breaking import refuse_breaking
@@ -25,8 +25,12 @@ from wh.errors import (
     VerifyError,
 )
 from wh.hashing import sha256_many
+from wh.install.layout import Schemes
 from wh.model import lockfile as lockmod
+from wh.model import schedule
+from wh.model.plan import balanced, make_plan
 from wh.model.toolwh import Snippet
+from wh.wheel import portable
 from wh.wheelhouse.scan import known_digests
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
@@ -80,8 +84,6 @@ def lock_fits(lock: lockmod.Lock, env: Environment) -> None:
         if key in markers and markers[key] != env.target.markers.get(key)
     ]
     for pkg in lockmod.package_list(lock):
-        from packaging.utils import parse_wheel_filename
-
         tags = parse_wheel_filename(pkg.filename)[3]
         if env.target.wheel_rank(tags) is None:
             problems.append(f"{pkg.filename} does not fit {env.target.description}")
@@ -186,9 +188,6 @@ def _install_locked(
 ) -> InstallResult:
     from wh.install import checker, journal, rounds, safeguard, staging, strategy, unpredicted
     from wh.install.backend import choose, fit_interpreter
-    from wh.install.layout import Schemes
-    from wh.model import schedule
-    from wh.model.plan import balanced, make_plan
 
     lock_fits(lock, env)
     kept_installed(lock, env)
@@ -220,8 +219,6 @@ def _install_locked(
         allow_overwrite=lock.tool.allow_overwrite,
         digests=digests,
     )
-    from wh.wheel import portable
-
     if portable.windows_paths_limited():  # Windows: MAX_PATH, checked before any change
         files = ((t.text, t.arcname) for lay in layouts for t in lay.files)
         portable.refuse_long_paths(files, str(env.prefix))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import packaging
+import resolvelib
 
 import wh
 from wh.settings import cache_dir
@@ -67,8 +68,6 @@ def write_json(path: Path, data: Any) -> None:
 
 def code_stamp() -> list[Any]:
     """wh's own code (an edited checkout changes it) and the libraries that decide a lock."""
-    import resolvelib
-
     root = Path(wh.__file__).parent
     files = []
     for path in sorted([*root.rglob("*.py"), *root.glob("data/*.json")]):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from wh.cli.main import common
+from wh.cli.common import common
 
 
 @click.command("export")

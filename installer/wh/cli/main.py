@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ if __name__ == "__main__":  # `python -m wh.cli.main`: run the module the subcom
 import click
 
 from wh import __version__
+from wh.cli.common import common
 from wh.errors import WhError
 
 if TYPE_CHECKING:
@@ -60,33 +60,6 @@ class WhGroup(click.Group):
 @click.version_option(__version__, prog_name="wh")
 def cli() -> None:
     """wh: lock and install GPU Python stacks from a wheelhouse, offline."""
-
-
-def common(f: F) -> F:
-    """--json and -v, shared by every command."""
-
-    def set_json(ctx: click.Context, _p: click.Parameter, value: bool) -> bool:
-        ctx.meta["wh.json"] = value
-        return value
-
-    def set_verbose(_ctx: click.Context, _p: click.Parameter, value: int) -> int:
-        if value:
-            logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-        return value
-
-    f = click.option(
-        "--json",
-        "as_json",
-        is_flag=True,
-        callback=set_json,
-        expose_value=True,
-        is_eager=True,
-        help="Machine-readable output on stdout.",
-    )(f)
-    f = click.option(
-        "-v", "--verbose", count=True, callback=set_verbose, help="Show delegated commands."
-    )(f)
-    return f
 
 
 def wheelhouse_option(f: F) -> F:

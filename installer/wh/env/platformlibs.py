@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from wh.model.target import Target
+from wh.proc import spawn as proc
 
 DATA = Path(__file__).parents[1] / "data" / "platform.json"
 
@@ -160,8 +161,6 @@ def live(os_name: str) -> dict[str, str]:
     can be read."""
     out: dict[str, str] = {}
     if os_name == "linux":
-        from wh.proc import spawn as proc
-
         for exe in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
             try:
                 done = proc.run([exe, "-p"], check=False, what="ldconfig -p", timeout=20)

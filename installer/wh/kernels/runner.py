@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
 from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
@@ -22,13 +23,17 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+from importlib import metadata
+
 from wh.errors import BuildError, ProcessError
 from wh.kernels import archcheck, envblock, preview, prune, source
 from wh.kernels.conditions import LINUX_GCC, WINDOWS_MSVC, Platform
+from wh.kernels.gcc import GccToolchain
+from wh.kernels.msvc import MsvcToolchain
 from wh.kernels.operations import wanted_codes
 from wh.kernels.recipe import Effective, load_recipe, parse_choices, resolve
 from wh.kernels.registration import cmake_sources, excluded_ops
-from wh.kernels.toolchain import Toolchain, detect
+from wh.kernels.toolchain import Toolchain
 from wh.wheel import buildrecord
 
 
@@ -239,6 +244,13 @@ def _pin(src: Path, project: Path, eff: Effective, opts: Options, report: Report
             " operations on this tree (each one still reports what it finds)",
         )
     report.warnings += [f"unpinned (--allow-unpinned): {p}" for p in problems]
+
+
+def detect(cuda: SpecifierSet, env: Mapping[str, str]) -> Toolchain:
+    """The toolchain for this machine: MSVC on Windows, gcc elsewhere."""
+    if sys.platform == "win32":
+        return MsvcToolchain.discover(cuda, env)
+    return GccToolchain.discover(cuda, env)
 
 
 def _toolchain(eff: Effective, env: Mapping[str, str], optional: bool) -> Toolchain | None:
@@ -518,8 +530,6 @@ def build_torch() -> dict[str, str]:
     """The build interpreter's torch: its version with the local label (2.9.1+cu130) and
     the CUDA it was built with (from torch/version.py), read without importing torch.
     Empty when the build interpreter has no torch."""
-    from importlib import metadata
-
     try:
         dist = metadata.distribution("torch")
     except metadata.PackageNotFoundError:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Protocol
@@ -59,14 +58,3 @@ def require_cuda(found: str, spec: SpecifierSet, where: str) -> None:
             hint="install a matching CUDA toolkit, point CUDA_HOME (Linux) or WH_CUDA_VERSION"
             " (Windows) at it, or adjust the recipe",
         )
-
-
-def detect(cuda: SpecifierSet, env: Mapping[str, str]) -> Toolchain:
-    """The toolchain for this machine: MSVC on Windows, gcc elsewhere."""
-    if sys.platform == "win32":
-        from wh.kernels.msvc import MsvcToolchain
-
-        return MsvcToolchain.discover(cuda, env)
-    from wh.kernels.gcc import GccToolchain
-
-    return GccToolchain.discover(cuda, env)

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import tomli_w
 from packaging.markers import Marker
@@ -44,6 +45,7 @@ from wh.model.toolwh import (
     Snippet,
     ToolWh,
 )
+from wh.settings import cache_dir
 
 if TYPE_CHECKING:  # speed: `wh install --locked` reads a lock without the resolver
     from wh.model.profile import Profile
@@ -210,8 +212,6 @@ def render(
 def wheel_url(index_url: str, filename: str) -> str:
     """Where a wheelhouse served as a `wh index` keeps ``filename``: its pages are under
     ``/simple/``, its wheels one folder up (the pages link ``../../<wheel>``)."""
-    from urllib.parse import quote
-
     base = index_url.rstrip("/")
     if base.endswith("/simple"):
         base = base[: -len("/simple")]
@@ -300,8 +300,6 @@ def parse(data: bytes, path: Path, *, require_digest: bool = True) -> Lock:
             wpath = str(w.path)
             where = (lock_dir / wpath).resolve()
         else:
-            from wh.settings import cache_dir
-
             wpath = str(w.url).rsplit("/", 1)[-1]
             digest = w.hashes.get("sha256", "none")
             where = cache_dir() / "fleet-wheels" / digest[:2] / digest / (w.name or wpath)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, cast
 
+from wh.wheel.wheelfile import _fast_index  # one read of the central directory
+
 PREFIX = 8 << 20  # bytes kept from the start of every member
 MAX_DYNAMIC = 1 << 20  # a dynamic segment larger than this is refused
 MAX_STRTAB = 64 << 20  # a dynamic string table larger than this is refused
@@ -552,8 +554,6 @@ class Member:
 
 def wheel_members(path: Path) -> list[Member]:
     """The library-named members of a wheel, each with an opener that streams it."""
-    from wh.wheel.wheelfile import _fast_index  # one read of the central directory
-
     fast = _fast_index(path)
     out: list[Member] = []
     if fast is not None:

@@ -2,7 +2,7 @@
 
 Independent proof: the emitted common_extension.cc goes through the real C preprocessor
 (gcc -E, with -D_WIN32 -D_MSC_VER for Windows, without for Linux) and the emitted CMake
-files through real CMake (cmake -P with tests/build/fixtures/probe.cmake); the op names and
+files through real CMake (cmake -P with tests/kernels/fixtures/probe.cmake); the op names and
 source lists they give are compared with the upstream ones. Perturbed copies of the real
 files (blocks moved, lines joined and split, schemas reformatted) must give the same 17 ops.
 """
