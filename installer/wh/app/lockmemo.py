@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wh import settings
 from wh.app.hooks import Hooks, TargetSpec
 from wh.cache.stamps import cache_file, code_stamp, stat_key, write_json
 from wh.env.environment import Environment
@@ -35,7 +36,7 @@ _SIDE_FILES = (".whl", ".whl.build.json")
 
 
 def enabled() -> bool:
-    return os.environ.get("WH_NO_LOCK_MEMO", "") in ("", "0")
+    return not settings.current().no_lock_memo
 
 
 def _wheelhouse_stamp(root: Path) -> list[Any]:

@@ -18,7 +18,7 @@ if __name__ == "__main__":  # `python -m wh.cli.main`: run the module the subcom
 
 import click
 
-from wh import __version__
+from wh import __version__, settings
 from wh.errors import WhError
 
 if TYPE_CHECKING:
@@ -44,7 +44,8 @@ class WhGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with settings.run():  # the WH_* variables, read once
+                return super().invoke(ctx)
         except WhError as exc:
             if ctx.meta.get("wh.json"):
                 click.echo(json.dumps(exc.to_json(), indent=2))

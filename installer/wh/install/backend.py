@@ -10,9 +10,11 @@ from typing import Protocol
 
 from packaging.utils import parse_wheel_filename
 
-from wh.errors import InstallError, ProcessError, TargetError, UsageError
+from wh import settings
+from wh.errors import InstallError, ProcessError, TargetError
 from wh.proc import spawn as proc
 from wh.proc.cores import usable_cores
+from wh.settings import Settings
 
 
 class Backend(Protocol):
@@ -36,7 +38,7 @@ def uv_binary() -> Path | None:
         return Path(found) if found else None
 
 
-def concurrent_installs(environ: Mapping[str, str]) -> int:
+def concurrent_installs(setting: Settings) -> int:
     """How many wheels wh's uv writes at once: ``WH_UV_CONCURRENT_INSTALLS``, else twice
     the usable cores.
 
@@ -45,23 +47,15 @@ def concurrent_installs(environ: Mapping[str, str]) -> int:
     sglang stack (2 cores, page cache emptied, 3 runs each) took 32.8-39.9 s warm with 2
     and 30.2-31.2 s with 4; cold (empty uv cache) 64-68 s either way.
     """
-    raw = environ.get("WH_UV_CONCURRENT_INSTALLS", "").strip()
-    if not raw:
-        return 2 * usable_cores()
-    if not raw.isdecimal() or int(raw) < 1:  # isdigit() takes "²", which int() refuses
-        raise UsageError(
-            f"WH_UV_CONCURRENT_INSTALLS={raw!r} is not a positive whole number",
-            hint="set it to how many wheels uv may write at once (e.g. 8), or unset it",
-        )
-    return int(raw)
+    return setting.uv_concurrent_installs or 2 * usable_cores()
 
 
 class UvBackend:
     name = "uv"
 
-    def __init__(self, uv: Path, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(self, uv: Path, setting: Settings | None = None) -> None:
         self.uv = uv
-        self.installs = concurrent_installs(environ)
+        self.installs = concurrent_installs(setting or settings.current())
         # the cores the copying keeps busy: what install batches are balanced for
         self.threads = usable_cores()
 

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from wh import settings
 from wh.errors import EnvironmentLockedError, InstallError, WhError
 from wh.install.layout import Schemes, WheelLayout, inside, installed_files, key, real
 from wh.model.installed import InstalledDist
@@ -540,10 +541,8 @@ def fault_point(batch: int | str) -> None:
     move; ``hashed``: once the wheels were checked against the lock, before anything else
     reads them); ``write`` appends a line to the file at the absolute ``PATH``. Several
     specs are separated by commas."""
-    for spec in os.environ.get("WH_TEST_FAULT", "").split(","):
-        at, _, action = spec.partition(":")
-        if spec and at == str(batch):
-            _fault(batch, action)
+    for action in settings.current().faults_at(batch):
+        _fault(batch, action)
 
 
 def _fault(batch: int | str, action: str) -> None:

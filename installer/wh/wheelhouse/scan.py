@@ -12,6 +12,7 @@ from typing import Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 
+from wh import settings
 from wh.cache.stamps import cache_file, stat_key, write_json
 from wh.errors import WheelhouseError
 from wh.hashing import parallel_map, sha256_file
@@ -337,7 +338,7 @@ def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
     from is not recomputed before install. Files without such an entry are left out (the
     caller hashes them). Set ``WH_VERIFY_REHASH=1`` to trust nothing.
     """
-    if os.environ.get("WH_VERIFY_REHASH", "") not in ("", "0"):
+    if settings.current().verify_rehash:
         return {}
     by_dir: dict[Path, list[Path]] = {}
     for p in paths:
