@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
-from wh.app.hooks import Hooks, TargetSpec
+from wh import progress
+from wh.app.hooks import TargetSpec
 from wh.app.workflow import do_lock, verify_wheels
 from wh.errors import LockError
 from wh.model import lockfile as lockmod
 from wh.model.profile import Profile
 
 from tests.factory import make_wheel
+from tests.progress import Recorder
 
 SPEC = TargetSpec(platform="manylinux_2_17_x86_64", python_version="3.12")
 
@@ -24,14 +26,15 @@ def _lock(tmp_path: Path) -> lockmod.Lock:
     make_wheel(house, "lib", "2.0")
     lock_path = tmp_path / "pylock.toml"
     profile = Profile(name="bench", requirements=(Requirement("app"),))
-    do_lock(profile, house, lock_path, SPEC, Hooks())
+    do_lock(profile, house, lock_path, SPEC)
     return lockmod.read(lock_path)
 
 
 def _hashed(lock: lockmod.Lock) -> list[Path]:
-    seen: list[Path] = []
-    verify_wheels(lock, Hooks(hashed=seen.append))
-    return seen
+    seen = Recorder()
+    with progress.reporting(seen):
+        verify_wheels(lock)
+    return seen.hashed_paths
 
 
 def test_wheels_the_lock_just_hashed_are_not_hashed_again(tmp_path: Path) -> None:
@@ -58,5 +61,5 @@ def test_a_wheel_changed_after_the_lock_is_hashed_and_refused(tmp_path: Path) ->
     path.write_bytes(bytes(data))  # same size, new mtime: no longer the hashed file
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     with pytest.raises(LockError) as err:
-        verify_wheels(lock, Hooks())
+        verify_wheels(lock)
     assert any("sha256" in d and path.name in d for d in err.value.details)

@@ -7,11 +7,14 @@ The CLI installs a ``Reporter`` for the run with ``reporting()``; the layers bel
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+A = TypeVar("A")
 
 
 class Reporter(Protocol):
@@ -68,3 +71,15 @@ def hashing_total(count: int) -> None:
 
 def hashed(path: Path) -> None:
     _reporter().hashed(path)
+
+
+def carried(fn: Callable[[A], T]) -> Callable[[A], T]:
+    """``fn`` reporting to this thread's reporter wherever it runs: a worker thread of a
+    pool does not inherit the context of the thread that submits to it."""
+    reporter = _reporter()
+
+    def run(arg: A) -> T:
+        with reporting(reporter):
+            return fn(arg)
+
+    return run

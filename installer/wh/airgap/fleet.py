@@ -4,9 +4,10 @@ pip, and the wheels of a URL lock (`wh lock --index-url`) downloaded before an i
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from wh import progress
 from wh.errors import LockError, WheelhouseError
 from wh.model.lockfile import Lock, LockedPackage, package_list
 
@@ -42,7 +43,7 @@ def ordered(lock: Lock) -> list[LockedPackage]:
     return [pkgs[n] for n in [*seen, *rest]]
 
 
-def download_locked(lock: Lock, status: Callable[[str], None]) -> list[str]:
+def download_locked(lock: Lock) -> list[str]:
     """Download the URL wheels of ``lock`` that are not in wh's cache yet, each checked
     against the lock's sha256 before it is used. Returns the downloaded file names."""
     from wh.airgap.indexclient import Http
@@ -52,7 +53,9 @@ def download_locked(lock: Lock, status: Callable[[str], None]) -> list[str]:
     ]
     if not todo:
         return []
-    status(f"downloading {len(todo)} locked wheel(s) from {lock.tool.get('index-url', '?')}")
+    progress.status(
+        f"downloading {len(todo)} locked wheel(s) from {lock.tool.get('index-url', '?')}"
+    )
     http = Http()
     problems: list[str] = []
     done: list[str] = []

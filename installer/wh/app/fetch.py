@@ -21,6 +21,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from wh import progress
 from wh.airgap import fetchmemo
 from wh.airgap.indexclient import Http, IndexClient, RemoteFile, configured_index
 from wh.airgap.remotesource import RemoteWheel, Source
@@ -185,7 +186,6 @@ def resolve_target(
     target: Target,
     pins_for: PinsFor,
     report: FetchReport,
-    status: Callable[[str], None],
     prereleases: str = "if-necessary-or-explicit",
 ) -> Resolution | None:
     """Resolve the profile for one target over the index; record what cannot be had."""
@@ -222,11 +222,13 @@ def resolve_target(
             undeclared=[canonicalize_name(e.requirement.name) for e in profile.extras],
         )
 
-    status(f"resolving {profile.name} for {target.description} over {source.default.url}")
+    progress.status(f"resolving {profile.name} for {target.description} over {source.default.url}")
     try:
         res = run(False)
     except ResolutionError as strict:
-        status(f"no complete resolution ({strict.message}); looking for what cannot be had")
+        progress.status(
+            f"no complete resolution ({strict.message}); looking for what cannot be had"
+        )
         try:
             res = run(True)
         except ResolutionError:
@@ -269,7 +271,6 @@ def download_closure(
     wheelhouse: Path,
     http: Http,
     report: FetchReport,
-    status: Callable[[str], None],
     jobs: int = _DOWNLOADS,
 ) -> None:
     """Download the closure's wheels not yet in the wheelhouse; check those that are."""
@@ -315,7 +316,7 @@ def download_closure(
     if not fetch:
         return
     total = sum(e.size or 0 for e in fetch)
-    status(f"downloading {len(fetch)} wheel(s), {total / 1e6:,.1f} MB, {jobs} at a time")
+    progress.status(f"downloading {len(fetch)} wheel(s), {total / 1e6:,.1f} MB, {jobs} at a time")
     errors: list[Missing] = []
     lock = threading.Lock()
 
@@ -331,13 +332,13 @@ def download_closure(
             report.downloaded.append(e.filename)
             report.downloaded_bytes += moved
             report.digests[wheelhouse / e.filename] = e.sha256
-        status(f"downloaded {e.filename}")
+        progress.status(f"downloaded {e.filename}")
 
     # the largest first, so one big wheel does not start last and finish alone
     order = sorted(fetch, key=lambda e: -(e.size or 0))
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(order)))) as pool:
-        list(pool.map(one, order))
+        list(pool.map(progress.carried(one), order))
     report.download_seconds = time.perf_counter() - started
     report.downloaded.sort()
     report.missing.extend(sorted(errors, key=lambda m: m.requirement))
@@ -354,7 +355,6 @@ def fetch(
     indexes: Mapping[str, str] | None = None,
     index_url: str | None = None,
     dry_run: bool = False,
-    status: Callable[[str], None] = lambda m: None,
     http: Http | None = None,
     jobs: int = _DOWNLOADS,
     local_only: Iterable[str] = (),
@@ -392,7 +392,7 @@ def fetch(
                     repr(profile), target, report.indexes, {"local_only": sorted(only_here)}
                 )
                 if env is None and _replay(fetchmemo.recall(memo_key, local, http), report, drops):
-                    status(
+                    progress.status(
                         f"{target.description}: every index page the last fetch read is "
                         "unchanged and fresh: its resolution stands (--refresh reads them again)"
                     )
@@ -413,7 +413,7 @@ def fetch(
                     return pins_for(profile, t, e, house)[0]
 
                 try:
-                    res = resolve_target(profile, source, target, pins, report, status)
+                    res = resolve_target(profile, source, target, pins, report)
                 finally:
                     source.closed = True
                 if res is not None:
@@ -432,10 +432,10 @@ def fetch(
     _local_hashes(report, local)
     if dry_run or report.missing:
         return report
-    download_closure(report.closure, wheelhouse, http, report, status, jobs)
+    download_closure(report.closure, wheelhouse, http, report, jobs)
     if report.missing:
         return report
-    _check_locks(profile, wheelhouse, targets, report, status)
+    _check_locks(profile, wheelhouse, targets, report)
     return report
 
 
@@ -494,7 +494,6 @@ def _check_locks(
     wheelhouse: Path,
     targets: Sequence[tuple[Target, Environment | None]],
     report: FetchReport,
-    status: Callable[[str], None],
 ) -> None:
     """The wheelhouse the fetch leaves locks for every target (as `wh lock` would)."""
     from wh.app.workflow import pins_for
@@ -503,7 +502,7 @@ def _check_locks(
     # a later fetch (or lock) finds these digests instead of hashing the wheels again
     remember_digests({p: d for p, d in report.digests.items() if d})
     for target, env in targets:
-        status(f"checking that {wheelhouse} locks {profile.name} for {target.description}")
+        progress.status(f"checking that {wheelhouse} locks {profile.name} for {target.description}")
         pins = pins_for(profile, target, env, house)[0]
         report.resolutions[target.description] = resolve(
             house.wheels,

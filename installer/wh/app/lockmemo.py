@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wh import settings
-from wh.app.hooks import Hooks, TargetSpec
+from wh.app.hooks import TargetSpec
 from wh.cache.stamps import cache_file, code_stamp, stat_key, write_json
 from wh.env.environment import Environment
 from wh.model.profile import Profile
@@ -135,7 +135,6 @@ def lock_report(
     wheelhouse: Path,
     lock_path: Path,
     spec: TargetSpec,
-    hooks: Hooks,
     *,
     prereleases: str = "if-necessary-or-explicit",
     use_installed: bool = True,
@@ -175,7 +174,6 @@ def lock_report(
         wheelhouse,
         lock_path,
         spec,
-        hooks,
         prereleases=prereleases,
         use_installed=use_installed,
         resolved=(target, env),

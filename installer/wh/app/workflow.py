@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 
+from wh import progress
 from wh.app.asked import Asked
-from wh.app.hooks import Hooks, TargetSpec
+from wh.app.hooks import TargetSpec
 from wh.app.verify import Finding, closure, guarded, protections, run_checks, whole_environment
 from wh.env.environment import Environment, probe, venv_prefix
 from wh.errors import (
@@ -51,9 +52,9 @@ class LockResult:
     load_check: dict[str, Any] = field(default_factory=dict)
 
 
-def scan_wheelhouse(root: Path, hooks: Hooks, *, hashes: bool = True) -> Wheelhouse:
-    hooks.status(f"scanning {root}")
-    return scan(root, on_hashed=hooks.hashed, on_total=hooks.hashing_total, hashes=hashes)
+def scan_wheelhouse(root: Path, *, hashes: bool = True) -> Wheelhouse:
+    progress.status(f"scanning {root}")
+    return scan(root, hashes=hashes)
 
 
 def pins_for(
@@ -132,7 +133,6 @@ def do_lock(
     wheelhouse_dir: Path,
     lock_path: Path,
     spec: TargetSpec,
-    hooks: Hooks,
     *,
     prereleases: str = "if-necessary-or-explicit",
     write: bool = True,
@@ -155,12 +155,12 @@ def do_lock(
     # The interpreter probe (a subprocess) runs while the wheelhouse is scanned. The scan
     # reads every wheel's metadata, but hashes only the wheels of the packages locked below.
     if resolved is not None:
-        wh = scan_wheelhouse(wheelhouse_dir, hooks, hashes=False)
+        wh = scan_wheelhouse(wheelhouse_dir, hashes=False)
         target, env = resolved
     else:
         with ThreadPoolExecutor(max_workers=1) as pool:
             probing = pool.submit(spec.resolve)
-            wh = scan_wheelhouse(wheelhouse_dir, hooks, hashes=False)
+            wh = scan_wheelhouse(wheelhouse_dir, hashes=False)
             target, env = probing.result()
     pins, absent = pins_for(profile, target, env, wh)
     installed = {}
@@ -168,7 +168,7 @@ def do_lock(
         installed = {
             n: Pinned(n, d.version, d.requires) for n, d in env.dists.items() if n not in pins
         }
-    hooks.status(f"resolving for {target.description}")
+    progress.status(f"resolving for {target.description}")
     # Wheels of each pinned name are hashed while the resolver carries on.
     with Prehash(wh.wheels) as prehash:
         resolution = resolve(
@@ -186,12 +186,12 @@ def do_lock(
         )
         locked_names = set(resolution.packages)
         locked_wheels = [w for w in wh.wheels if w.name in locked_names]
-        hooks.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
+        progress.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
         # speed: RECORDs are read for overwrites while the hashing threads (GIL released)
         # run: alone, 0.18-0.22 s for torch, two opencv wheels and numpy (13,634 files)
         with ThreadPoolExecutor(max_workers=1) as side:
             overwriting = side.submit(_overwrites, resolution, profile.allow_overwrite)
-            hashed = add_hashes(locked_wheels, on_hashed=hooks.hashed, started=prehash.started)
+            hashed = add_hashes(locked_wheels, started=prehash.started)
             overwrites = overwriting.result()
     digests = {w.path: w.sha256 for w in hashed}
     refuse_ambiguous(hashed, locked_names)  # reliability: one file per identity
@@ -237,7 +237,7 @@ def do_lock(
     records = build_records(resolution)
     # refuse a lock that cannot load (every problem at once), before anything is written
     load = load or LoadOptions()
-    hooks.status("checking that every compiled member finds its libraries")
+    progress.status("checking that every compiled member finds its libraries")
     report = loadscan.lock_check(resolution, target, env, wh.wheels, digests, records, load)
     data = lockmod.render(
         resolution,
@@ -316,7 +316,6 @@ def check_lock(
     wheelhouse_dir: Path,
     lock_path: Path,
     spec: TargetSpec,
-    hooks: Hooks,
     **options: Any,
 ) -> list[str]:
     """Differences between the lock on disk and a fresh lock (empty: the lock is true).
@@ -331,9 +330,7 @@ def check_lock(
     from wh.errors import ResolutionError, WheelhouseError
 
     try:
-        fresh = do_lock(
-            profile, wheelhouse_dir, lock_path, spec, hooks, write=False, **options
-        ).data
+        fresh = do_lock(profile, wheelhouse_dir, lock_path, spec, write=False, **options).data
     except (ResolutionError, WheelhouseError, ProtectionError) as exc:
         return [*problems, f"the wheelhouse no longer resolves: {exc.message}", *exc.details]
     if fresh != current:
@@ -349,7 +346,7 @@ def check_lock(
     return problems
 
 
-def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | None]:
+def verify_wheels(lock: lockmod.Lock) -> dict[Path, Fingerprint | None]:
     """Every wheel exists with the locked size and sha256, before anything changes.
     Returns each wheel's identity as hashed (``fingerprint``)."""
     from wh.install import fingerprint
@@ -371,8 +368,8 @@ def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | 
     held = fingerprint.take(p.wheel for p in present)
     digests = known_digests(p.wheel for p in present)
     todo = [p.wheel for p in present if digests.get(p.wheel) != p.sha256]
-    hooks.hashing_total(len(todo))
-    digests.update(sha256_many(todo, on_done=hooks.hashed))
+    progress.hashing_total(len(todo))
+    digests.update(sha256_many(todo, on_done=progress.hashed))
     problems += [f"{p.name}: changed while it was being hashed" for p in fingerprint.changed(held)]
     for pkg in present:
         if digests[pkg.wheel] != pkg.sha256:
@@ -446,7 +443,6 @@ class InstallResult:
 def do_install(
     lock_path: Path,
     python: Path,
-    hooks: Hooks,
     *,
     dry_run: bool = False,
     reinstall: bool = False,
@@ -466,10 +462,10 @@ def do_install(
     # its interpreter (one probe of 0.1-0.2 s less), another's from the probe cache
     prefix = venv_prefix(python) or probe(python, cached=True).prefix
     # reliability: one wh per environment (pid sidecar), finish a killed install first
-    with envlock.hold(prefix, lock_timeout, hooks.status):
-        recovered = journal.recover_if_needed(prefix, lock_timeout, hooks.status)
+    with envlock.hold(prefix, lock_timeout):
+        recovered = journal.recover_if_needed(prefix, lock_timeout)
         if recovered:
-            hooks.status(recovered)
+            progress.status(recovered)
         env = probe(python)  # what is installed now that we hold the environment
         if not _same_folder(env.prefix, prefix):
             raise TargetError(
@@ -481,7 +477,6 @@ def do_install(
             lock,
             env,
             python,
-            hooks,
             dry_run,
             reinstall,
             backend_name,
@@ -502,7 +497,6 @@ def _install_locked(
     lock: lockmod.Lock,
     env: Environment,
     python: Path,
-    hooks: Hooks,
     dry_run: bool,
     reinstall: bool,
     backend_name: str | None,
@@ -521,9 +515,9 @@ def _install_locked(
     if any(p.url for p in lockmod.package_list(lock)):
         from wh.airgap.fleet import download_locked
 
-        download_locked(lock, hooks.status)  # a lock of --index-url names its wheels by URL
-    hooks.status("checking wheels against the lock")
-    held = verify_wheels(lock, hooks)
+        download_locked(lock)  # a lock of --index-url names its wheels by URL
+    progress.status("checking wheels against the lock")
+    held = verify_wheels(lock)
     journal.fault_point("hashed")
     plan = make_plan(lock, env.dists, protected=asked.guards, reinstall=reinstall)
     if plan.refusals:
@@ -538,7 +532,7 @@ def _install_locked(
     requested = backend_name or str(lock.tool.get("backend", "auto"))
     backend, note = fit_interpreter(choose(requested), requested, env.python, env.startup_output)
     if note:
-        hooks.status(note)
+        progress.status(note)
     mode = link_mode or str(lock.tool.get("link-mode", "copy"))
     # reliability: validate every wheel and refuse overwrites before anything changes
     digests = {a.package.wheel: a.package.sha256 for a in plan.changes}  # checked above
@@ -578,7 +572,7 @@ def _install_locked(
         safeguard.all_or_nothing(env, plan, layouts) as txn,
         safeguard.Checker(env, digests, over, held) as check,
     ):
-        staging.write_plan(plan, env, backend, mode, by_wheel, check, hooks.status, uv_cache)
+        staging.write_plan(plan, env, backend, mode, by_wheel, check, uv_cache)
         # security: nothing the backend wrote is left that no RECORD predicted, and no
         # interpreter of the target starts (its .pth files and sitecustomize run) before
         # every member check accepted what was written

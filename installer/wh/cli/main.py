@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -18,11 +17,12 @@ if __name__ == "__main__":  # `python -m wh.cli.main`: run the module the subcom
 
 import click
 
-from wh import __version__, settings
+from wh import __version__, progress, settings
+from wh.cli import reporters
 from wh.errors import WhError
 
 if TYPE_CHECKING:
-    from wh.app.hooks import Hooks, TargetSpec
+    from wh.app.hooks import TargetSpec
     from wh.model.profile import Profile
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -261,40 +261,6 @@ def _spec(kw: dict[str, Any]) -> TargetSpec:
     return TargetSpec(kw["python"], kw["platform"], kw["python_version"])
 
 
-@contextmanager
-def _hooks(quiet: bool) -> Iterator[Hooks]:
-    """Progress on stderr: a bar while hashing (on a terminal), status lines otherwise."""
-    from wh.app.hooks import Hooks
-
-    if quiet:
-        yield Hooks()
-        return
-    if not sys.stderr.isatty():  # no bar to draw: rich is not even imported
-        yield Hooks(status=lambda m: click.echo(f"· {m}", err=True))
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn
-
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("hashing", total=0, visible=False)
-
-        def total(n: int) -> None:
-            progress.update(task, total=n, completed=0, visible=n > 0)
-
-        yield Hooks(
-            status=lambda m: console.print(f"· {m}"),
-            hashing_total=total,
-            hashed=lambda _p: progress.advance(task),
-        )
-
-
 def _emit(as_json: bool, data: Any, text: Callable[[], None]) -> None:
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
@@ -311,8 +277,8 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
     from wh.app.workflow import scan_wheelhouse
     from wh.errors import WheelhouseError
 
-    with _hooks(as_json) as hooks:
-        wh = scan_wheelhouse(wheelhouse, hooks)
+    with reporters.showing(as_json):
+        wh = scan_wheelhouse(wheelhouse)
     data = {
         "wheelhouse": str(wheelhouse),
         "wheels": [
@@ -395,7 +361,7 @@ def lock(
     load = _load(kw)
     profile = _profile(kw)
     path = _lock_path(kw, profile.name)
-    with _hooks(as_json) as hooks:
+    with reporters.showing(as_json):
         if check:
             from wh.app.workflow import check_lock
 
@@ -404,7 +370,6 @@ def lock(
                 wheelhouse,
                 path,
                 _spec(kw),
-                hooks,
                 prereleases=prereleases,
                 use_installed=not ignore_installed,
                 load=load,
@@ -426,7 +391,6 @@ def lock(
             wheelhouse,
             path,
             _spec(kw),
-            hooks,
             prereleases=prereleases,
             use_installed=not ignore_installed,
             index_url=index_url,
@@ -574,13 +538,13 @@ def install(
     if bundle is not None:
         from wh.app.bundle import open_bundle
 
-        kw["lockfile"] = open_bundle(
-            bundle,
-            on_close=click.get_current_context().call_on_close,
-            status=lambda m: None if as_json else click.echo(f"· {m}", err=True),
-            trust=trust,
-            allow_unsigned=allow_unsigned,
-        )
+        with progress.reporting(reporters.lines(as_json)):
+            kw["lockfile"] = open_bundle(
+                bundle,
+                on_close=click.get_current_context().call_on_close,
+                trust=trust,
+                allow_unsigned=allow_unsigned,
+            )
         locked = True
     load = _load(kw)
     python = kw["python"] or default_python()
@@ -603,14 +567,13 @@ def install(
         profile = _profile(kw)
         path = _lock_path(kw, profile.name)
         asked = from_flags((), (), (), (), checks_mode)  # the profile's are in the lock
-    with _hooks(as_json) as hooks:
+    with reporters.showing(as_json):
         if not locked:
             made = do_lock(
                 profile,
                 wheelhouse,
                 path,
                 _spec({**kw, "python": python}),
-                hooks,
                 write=not dry_run,  # a dry run writes nothing, the lock included
                 load=load,
             )
@@ -621,7 +584,6 @@ def install(
         result = do_install(
             path,
             python,
-            hooks,
             dry_run=dry_run,
             reinstall=reinstall,
             backend_name=kw["backend"],
@@ -949,8 +911,8 @@ def fetch(
 
     profile = _profile(kw)
     targets = _fetch_targets(kw)
-    with _hooks(as_json) as hooks:
-        hooks.status(pip_env_note())
+    with reporters.showing(as_json):
+        progress.status(pip_env_note())
         report = do_fetch(
             profile,
             wheelhouse,
@@ -958,7 +920,6 @@ def fetch(
             indexes=parse_index_option(index_pins),
             index_url=index_url,
             dry_run=dry_run,
-            status=hooks.status,
             jobs=jobs,
             refresh=refresh,
         )
@@ -1068,13 +1029,12 @@ def bundle(
     from wh.app.bundle import make_bundle
 
     profile = _profile(kw)
-    with _hooks(as_json) as hooks:
+    with reporters.showing(as_json):
         result = make_bundle(
             profile,
             wheelhouse,
             _spec(kw),
             output,
-            hooks,
             tool_wheels=wh_wheels,
             sign_key=sign_key,
         )

@@ -266,13 +266,12 @@ def recover_env(
     python: Path,
     *,
     timeout: float | None = None,
-    on_wait: Callable[[str], None] = lambda _m: None,
 ) -> str | None:
     """Finish a killed install in ``python``'s environment: roll back or complete its commit.
 
     ``timeout`` None: only if no other wh holds the environment right now (it may be the
-    install the journal belongs to); else wait up to ``timeout`` s (telling ``on_wait``
-    whom it waits for) and fail when busy.
+    install the journal belongs to); else wait up to ``timeout`` s (saying whom it
+    waits for through ``wh.progress``) and fail when busy.
     """
     prefix = probe(python).prefix
     if timeout is None:
@@ -285,5 +284,5 @@ def recover_env(
             return journal.recover_if_needed(prefix, 10.0)
         finally:
             guard.release()
-    with envlock.hold(prefix, timeout, on_wait):
+    with envlock.hold(prefix, timeout):
         return journal.recover_if_needed(prefix, timeout)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName
 
+from wh import progress
 from wh.errors import InstallError
 from wh.install import journal
 from wh.install.layout import Schemes, Target, WheelLayout, inside, key, real
@@ -514,7 +515,6 @@ def write_plan(
     link_mode: str,
     layouts: Mapping[Path, WheelLayout],
     check: Checker,
-    status: Callable[[str], None],
     uv_cache: str = "auto",
 ) -> None:
     """Write the plan's wheels into ``env``, batch after batch (inside the transaction).
@@ -541,8 +541,10 @@ def write_plan(
         ):
             staged = rounds(order)
             root = stage_root(env.prefix)
-            cache = _private_cache(backend, plan, layouts, link_mode, uv_cache, root, status)
-            status(f"writing {len(order)} wheels into {root} with {len(staged)} uv call(s) at once")
+            cache = _private_cache(backend, plan, layouts, link_mode, uv_cache, root)
+            progress.status(
+                f"writing {len(order)} wheels into {root} with {len(staged)} uv call(s) at once"
+            )
             mover = Mover(root, env.prefix, schemes, staged)
             mode = "hardlink" if cache else link_mode
             passed, partly = _stage(backend, env.python, staged, mover, mode, check, cache)
@@ -550,9 +552,7 @@ def write_plan(
             if cache is not None:  # speed: its links go while the batches move
                 dropped = side.submit(_drop_cache, cache, check)
             mover.check_staged(order)
-        _write_batches(
-            plan, env.python, backend, link_mode, layouts, check, status, mover, passed, partly
-        )
+        _write_batches(plan, env.python, backend, link_mode, layouts, check, mover, passed, partly)
         if dropped is not None:
             dropped.result()
     if mover is not None:
@@ -566,7 +566,6 @@ def _write_batches(
     link_mode: str,
     layouts: Mapping[Path, WheelLayout],
     check: Checker,
-    status: Callable[[str], None],
     mover: Mover | None,
     passed: set[NormalizedName],
     partly: Checked,
@@ -575,7 +574,7 @@ def _write_batches(
     then queue the check of its files that were not checked where staged."""
     verb = "moving into place" if mover else "installing"
     for i, batch in enumerate(plan.batches, 1):
-        status(
+        progress.status(
             f"{verb} batch {i}/{len(plan.batches)}: "
             + ", ".join(f"{a.package.name} {a.package.version}" for a in batch)
         )
@@ -617,14 +616,13 @@ def _private_cache(
     link_mode: str,
     mode: str,
     root: Path,
-    status: Callable[[str], None],
 ) -> Path | None:
     """The private uv cache to stage through (``uvcache``), or None for the user's: only a
     copy-mode install has one (another link mode asks for links into the user's cache)."""
     from wh.install import uvcache
 
     if link_mode != "copy":
-        status(f"shared uv cache: link mode {link_mode} links into it")
+        progress.status(f"shared uv cache: link mode {link_mode} links into it")
         return None
     wheels = [
         uvcache.Wheel(
@@ -637,7 +635,7 @@ def _private_cache(
         where = uv.cache_dir()
         cached = uvcache.cached_releases(where) if where is not None else None
     choice = uvcache.choose(mode, wheels, cached)
-    status(choice.reason)
+    progress.status(choice.reason)
     return root / uvcache.PRIVATE_DIR if choice.private else None
 
 

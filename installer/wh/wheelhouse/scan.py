@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -12,7 +12,7 @@ from typing import Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 
-from wh import settings
+from wh import progress, settings
 from wh.cache.stamps import cache_file, stat_key, write_json
 from wh.errors import WheelhouseError
 from wh.hashing import parallel_map, sha256_file
@@ -110,8 +110,6 @@ def scan(
     root: Path,
     *,
     use_cache: bool = True,
-    on_hashed: Callable[[Path], None] | None = None,
-    on_total: Callable[[int], None] | None = None,
     hashes: bool = True,
 ) -> Wheelhouse:
     """Read every ``*.whl`` directly in ``root``. Unchanged files cost only a stat call.
@@ -163,17 +161,15 @@ def scan(
         else:
             stale.append(p)
 
-    if on_total:
-        on_total(len(stale))
+    progress.hashing_total(len(stale))
     if hashes:
-        done = parallel_map(_scan_one, stale, on_done=on_hashed)
+        done = parallel_map(_scan_one, stale, on_done=progress.hashed)
     else:
         # Reading METADATA is Python work under the GIL: threads only add contention.
         done = {}
         for p in stale:
             done[p] = _scan_meta(p)
-            if on_hashed:
-                on_hashed(p)
+            progress.hashed(p)
     for p in stale:
         m, digest, problem = done[p]
         entry: dict[str, Any] = {"stat": stat_key(stats[p], p)}
@@ -258,7 +254,6 @@ class Prehash:
 def add_hashes(
     wheels: Iterable[Wheel],
     *,
-    on_hashed: Callable[[Path], None] | None = None,
     started: Mapping[Path, Future[tuple[list[int], str]]] | None = None,
 ) -> tuple[Wheel, ...]:
     """The same wheels, each with its sha256: unhashed ones are hashed (in parallel, or
@@ -276,8 +271,7 @@ def add_hashes(
             done[w.path] = fresh[w.path]
         else:
             done[w.path] = started[w.path].result()
-        if on_hashed:
-            on_hashed(w.path)
+        progress.hashed(w.path)
     by_dir: dict[Path, list[Path]] = {}
     for path in done:
         by_dir.setdefault(path.parent, []).append(path)
