@@ -28,6 +28,7 @@ from wh.airgap.remotesource import RemoteWheel, Source
 from wh.env.environment import Environment
 from wh.errors import ProfileError, ResolutionError, WheelhouseError
 from wh.model.candidates import CandidateIndex, Pinned
+from wh.model.choices import Prereleases
 from wh.model.overrides import Dropped
 from wh.model.profile import Drop, Profile
 from wh.model.resolution import Resolution
@@ -186,7 +187,7 @@ def resolve_target(
     target: Target,
     pins_for: PinsFor,
     report: FetchReport,
-    prereleases: str = "if-necessary-or-explicit",
+    prereleases: Prereleases = Prereleases.IF_NECESSARY_OR_EXPLICIT,
 ) -> Resolution | None:
     """Resolve the profile for one target over the index; record what cannot be had."""
     protected = [p.name for p in profile.protections]

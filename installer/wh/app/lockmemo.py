@@ -25,6 +25,7 @@ from wh import settings
 from wh.app.hooks import TargetSpec
 from wh.cache.stamps import cache_file, code_stamp, stat_key, write_json
 from wh.env.environment import Environment
+from wh.model.choices import Prereleases
 from wh.model.profile import Profile
 from wh.model.target import Target
 
@@ -136,7 +137,7 @@ def lock_report(
     lock_path: Path,
     spec: TargetSpec,
     *,
-    prereleases: str = "if-necessary-or-explicit",
+    prereleases: Prereleases = Prereleases.IF_NECESSARY_OR_EXPLICIT,
     use_installed: bool = True,
     index_url: str | None = None,
     load: LoadOptions | None = None,

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from packaging.utils import NormalizedName, canonicalize_name
 
@@ -27,8 +27,11 @@ from wh.errors import (
 from wh.hashing import sha256_many
 from wh.install.validate import refuse_ambiguous
 from wh.model import lockfile as lockmod
+from wh.model.choices import BackendChoice, LinkMode, Prereleases, StrEnum, UvCacheMode
 from wh.model.target import Target
 from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes, known_digests, scan
+
+E = TypeVar("E", bound=StrEnum)
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from wh.install.fingerprint import Fingerprint
@@ -134,7 +137,7 @@ def do_lock(
     lock_path: Path,
     spec: TargetSpec,
     *,
-    prereleases: str = "if-necessary-or-explicit",
+    prereleases: Prereleases = Prereleases.IF_NECESSARY_OR_EXPLICIT,
     write: bool = True,
     use_installed: bool = True,
     resolved: tuple[Target, Environment | None] | None = None,
@@ -435,8 +438,8 @@ class InstallResult:
     findings: list[Finding]
     dry_run: bool
     lock: lockmod.Lock
-    backend: str = ""
-    link_mode: str = ""
+    backend: BackendChoice | None = None
+    link_mode: LinkMode | None = None
     checks: tuple[str, ...] = ()  # what verification runs after the install (dry run: would)
 
 
@@ -446,10 +449,10 @@ def do_install(
     *,
     dry_run: bool = False,
     reinstall: bool = False,
-    backend_name: str | None = None,
-    link_mode: str | None = None,
+    backend_name: BackendChoice | None = None,
+    link_mode: LinkMode | None = None,
     lock_timeout: float = 600.0,
-    uv_cache: str = "auto",
+    uv_cache: UvCacheMode = UvCacheMode.AUTO,
     asked: Asked | None = None,
     lock: lockmod.Lock | None = None,
 ) -> InstallResult:
@@ -486,6 +489,18 @@ def do_install(
         )
 
 
+def _locked(kind: type[E], lock: lockmod.Lock, key: str, default: str) -> E:
+    """The lock's ``[tool.wh] key``, one of ``kind``'s words (a lock wh wrote always is)."""
+    value = str(lock.tool.get(key, default))
+    try:
+        return kind(value)
+    except ValueError:
+        raise LockError(
+            f"{lock.path}: [tool.wh] {key} {value!r} is not one of {', '.join(kind.values())}",
+            hint=f"re-lock it with `wh lock PROFILE`, or pass --{key}",
+        ) from None
+
+
 def _same_folder(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -499,9 +514,9 @@ def _install_locked(
     python: Path,
     dry_run: bool,
     reinstall: bool,
-    backend_name: str | None,
-    link_mode: str | None,
-    uv_cache: str,
+    backend_name: BackendChoice | None,
+    link_mode: LinkMode | None,
+    uv_cache: UvCacheMode,
     asked: Asked,
 ) -> InstallResult:
     from wh.install import journal, safeguard, staging, unpredicted
@@ -529,11 +544,11 @@ def _install_locked(
     refuse_breaking(
         env, {a.package.name: a.package.version for a in plan.changes}, frozenset(lock.packages)
     )
-    requested = backend_name or str(lock.tool.get("backend", "auto"))
+    requested = backend_name or _locked(BackendChoice, lock, "backend", "auto")
     backend, note = fit_interpreter(choose(requested), requested, env.python, env.startup_output)
     if note:
         progress.status(note)
-    mode = link_mode or str(lock.tool.get("link-mode", "copy"))
+    mode = link_mode or _locked(LinkMode, lock, "link-mode", "copy")
     # reliability: validate every wheel and refuse overwrites before anything changes
     digests = {a.package.wheel: a.package.sha256 for a in plan.changes}  # checked above
     layouts = safeguard.preflight(

@@ -20,6 +20,7 @@ import click
 from wh import __version__, progress, settings
 from wh.cli import reporters
 from wh.errors import WhError
+from wh.model.choices import BackendChoice, ChecksMode, LinkMode, Prereleases, UvCacheMode
 
 if TYPE_CHECKING:
     from wh.app.hooks import TargetSpec
@@ -167,12 +168,12 @@ def profile_options(f: F) -> F:
         ),
         click.option(
             "--link-mode",
-            type=click.Choice(["copy", "hardlink", "symlink", "clone"]),
+            type=click.Choice(LinkMode.values()),
             help="How files are placed (default from the profile: copy).",
         ),
         click.option(
             "--backend",
-            type=click.Choice(["auto", "uv", "pip"]),
+            type=click.Choice(BackendChoice.values()),
             help="Installer backend (default: uv, else pip).",
         ),
         click.option(
@@ -332,8 +333,8 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
 )
 @click.option(
     "--prereleases",
-    type=click.Choice(["if-necessary-or-explicit", "allow", "disallow"]),
-    default="if-necessary-or-explicit",
+    type=click.Choice(Prereleases.values()),
+    default=Prereleases.IF_NECESSARY_OR_EXPLICIT.value,
     show_default=True,
 )
 @click.option(
@@ -370,7 +371,7 @@ def lock(
                 wheelhouse,
                 path,
                 _spec(kw),
-                prereleases=prereleases,
+                prereleases=Prereleases(prereleases),
                 use_installed=not ignore_installed,
                 load=load,
             )
@@ -391,7 +392,7 @@ def lock(
             wheelhouse,
             path,
             _spec(kw),
-            prereleases=prereleases,
+            prereleases=Prereleases(prereleases),
             use_installed=not ignore_installed,
             index_url=index_url,
             load=load,
@@ -494,8 +495,8 @@ def _print_load_check(lc: dict[str, Any]) -> None:
 )
 @click.option(
     "--uv-cache",
-    type=click.Choice(["auto", "shared", "private"]),
-    default="auto",
+    type=click.Choice(UvCacheMode.values()),
+    default=UvCacheMode.AUTO.value,
     show_default=True,
     help="Copy-mode installs with uv: unpack through the user's uv cache (shared) or a "
     "throwaway one, each file written once (private); auto: private when uv's cache lacks "
@@ -504,8 +505,8 @@ def _print_load_check(lc: dict[str, Any]) -> None:
 @click.option(
     "--checks",
     "checks_mode",
-    type=click.Choice(["all", "warn"]),
-    default="all",
+    type=click.Choice(ChecksMode.values()),
+    default=ChecksMode.ALL.value,
     show_default=True,
     help="all: a failed import/snippet check undoes the install; warn: install and report "
     "it (a build box without a GPU).",
@@ -561,12 +562,12 @@ def install(
             kw["protections"],
             kw["imports"],
             kw["snippets"],
-            checks_mode,
+            ChecksMode(checks_mode),
         )
     else:
         profile = _profile(kw)
         path = _lock_path(kw, profile.name)
-        asked = from_flags((), (), (), (), checks_mode)  # the profile's are in the lock
+        asked = from_flags((), (), (), (), ChecksMode(checks_mode))  # the profile's are in the lock
     with reporters.showing(as_json):
         if not locked:
             made = do_lock(
@@ -586,10 +587,10 @@ def install(
             python,
             dry_run=dry_run,
             reinstall=reinstall,
-            backend_name=kw["backend"],
-            link_mode=kw["link_mode"],
+            backend_name=BackendChoice(kw["backend"]) if kw["backend"] else None,
+            link_mode=LinkMode(kw["link_mode"]) if kw["link_mode"] else None,
             lock_timeout=lock_timeout,
-            uv_cache=uv_cache,
+            uv_cache=UvCacheMode(uv_cache),
             asked=asked,
             lock=preread,
         )

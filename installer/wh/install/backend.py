@@ -12,18 +12,19 @@ from packaging.utils import parse_wheel_filename
 
 from wh import settings
 from wh.errors import InstallError, ProcessError, TargetError
+from wh.model.choices import BackendChoice, LinkMode
 from wh.proc import spawn as proc
 from wh.proc.cores import usable_cores
 from wh.settings import Settings
 
 
 class Backend(Protocol):
-    name: str
+    name: BackendChoice
     # how many wheels one install call writes at once (what install batches are balanced for)
     threads: int
 
     def install(
-        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+        self, python: Path, wheels: Sequence[Path], *, link_mode: LinkMode, reinstall: bool
     ) -> None: ...
 
 
@@ -51,7 +52,7 @@ def concurrent_installs(setting: Settings) -> int:
 
 
 class UvBackend:
-    name = "uv"
+    name = BackendChoice.UV
 
     def __init__(self, uv: Path, setting: Settings | None = None) -> None:
         self.uv = uv
@@ -64,7 +65,7 @@ class UvBackend:
         return proc.clean_env({"UV_CONCURRENT_INSTALLS": str(self.installs)})
 
     def command(
-        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+        self, python: Path, wheels: Sequence[Path], *, link_mode: LinkMode, reinstall: bool
     ) -> list[str]:
         cmd = [
             str(self.uv),
@@ -83,7 +84,7 @@ class UvBackend:
         return cmd + [str(w) for w in wheels]
 
     def install(
-        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+        self, python: Path, wheels: Sequence[Path], *, link_mode: LinkMode, reinstall: bool
     ) -> None:
         cmd = self.command(python, [], link_mode=link_mode, reinstall=reinstall)
         _run_with_wheels(cmd, wheels, "uv", self.environment())
@@ -94,7 +95,7 @@ class UvBackend:
         wheels: Sequence[Path],
         prefix: Path,
         *,
-        link_mode: str,
+        link_mode: LinkMode,
         cache: Path | None = None,
     ) -> None:
         """Install ``wheels`` for ``python`` under ``prefix`` (its scheme, that root) in one
@@ -114,11 +115,11 @@ class UvBackend:
 
 
 class PipBackend:
-    name = "pip"
+    name = BackendChoice.PIP
     threads = 1  # pip installs one wheel after another
 
     def command(
-        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+        self, python: Path, wheels: Sequence[Path], *, link_mode: LinkMode, reinstall: bool
     ) -> list[str]:
         # wh's own pip drives the target through --python, so the target needs no pip.
         import sys
@@ -141,9 +142,9 @@ class PipBackend:
         return cmd + [str(w) for w in wheels]
 
     def install(
-        self, python: Path, wheels: Sequence[Path], *, link_mode: str, reinstall: bool
+        self, python: Path, wheels: Sequence[Path], *, link_mode: LinkMode, reinstall: bool
     ) -> None:
-        if link_mode != "copy":
+        if link_mode != LinkMode.COPY:
             raise InstallError(
                 f"pip cannot install with link mode {link_mode!r}",
                 hint="use --backend uv, or --link-mode copy",
@@ -208,7 +209,7 @@ def _run(cmd: list[str], what: str, env: Mapping[str, str]) -> None:
 
 
 def fit_interpreter(
-    chosen: Backend, requested: str, python: Path, startup_output: str
+    chosen: Backend, requested: BackendChoice, python: Path, startup_output: str
 ) -> tuple[Backend, str | None]:
     """The backend to use for an interpreter that prints ``startup_output`` as it starts
     (a ``.pth`` file may print, legally), and a note saying why it changed, if it did.
@@ -220,7 +221,7 @@ def fit_interpreter(
     if chosen.name != "uv" or not startup_output.strip():
         return chosen, None
     shown = [line for line in startup_output.splitlines() if line.strip()][-5:]
-    if requested != "auto":
+    if requested != BackendChoice.AUTO:
         raise TargetError(
             f"{python} prints to stdout as it starts, which uv cannot work with; nothing "
             "was installed",
@@ -234,12 +235,12 @@ def fit_interpreter(
     )
 
 
-def choose(name: str) -> Backend:
+def choose(name: BackendChoice) -> Backend:
     """``auto`` takes uv when available, else pip."""
-    if name in ("auto", "uv"):
+    if name in (BackendChoice.AUTO, BackendChoice.UV):
         uv = uv_binary()
         if uv is not None:
             return UvBackend(uv)
-        if name == "uv":
+        if name == BackendChoice.UV:
             raise InstallError("uv is not available", hint="install uv, or use --backend pip")
     return PipBackend()

@@ -28,7 +28,7 @@ from wh.install.validate import (
     refuse_wheels,
     remember_unpacked,
 )
-from wh.model.plan import Plan
+from wh.model.plan import ActionKind, Plan
 from wh.proc.cores import usable_cores
 
 
@@ -247,7 +247,7 @@ def all_or_nothing(
     replaced = [
         env.dists[a.package.name]
         for a in plan.changes
-        if a.kind != "install" and a.package.name in env.dists
+        if a.kind != ActionKind.INSTALL and a.package.name in env.dists
     ]
     what = ", ".join(f"{a.package.name} {a.package.version}" for a in plan.changes)
     uv_lock = env.prefix / ".lock"  # uv creates it on its first install into a venv

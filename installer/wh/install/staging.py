@@ -32,6 +32,8 @@ from wh import progress
 from wh.errors import InstallError
 from wh.install import journal
 from wh.install.layout import Schemes, Target, WheelLayout, inside, key, real
+from wh.model.choices import LinkMode, UvCacheMode
+from wh.model.plan import ActionKind
 from wh.proc import fsretry, lifetime
 
 if TYPE_CHECKING:
@@ -442,7 +444,7 @@ def _stage(
     python: Path,
     staged: Sequence[Sequence[WheelLayout]],
     mover: Mover,
-    link_mode: str,
+    link_mode: LinkMode,
     check: Checker,
     cache: Path | None = None,
 ) -> tuple[set[NormalizedName], Checked]:
@@ -512,16 +514,16 @@ def write_plan(
     plan: Plan,
     env: Environment,
     backend: Backend,
-    link_mode: str,
+    link_mode: LinkMode,
     layouts: Mapping[Path, WheelLayout],
     check: Checker,
-    uv_cache: str = "auto",
+    uv_cache: UvCacheMode = UvCacheMode.AUTO,
 ) -> None:
     """Write the plan's wheels into ``env``, batch after batch (inside the transaction).
 
     With uv and a venv, every wheel is written by one call into the staging folder and
     each batch is then moved into place; else one backend call per batch. ``uv_cache``
-    (``uvcache.MODES``) says whether a staged copy-mode install unpacks through a private
+    (``UvCacheMode``) says whether a staged copy-mode install unpacks through a private
     uv cache."""
     from wh.install.backend import UvBackend
 
@@ -546,7 +548,7 @@ def write_plan(
                 f"writing {len(order)} wheels into {root} with {len(staged)} uv call(s) at once"
             )
             mover = Mover(root, env.prefix, schemes, staged)
-            mode = "hardlink" if cache else link_mode
+            mode = LinkMode.HARDLINK if cache else link_mode
             passed, partly = _stage(backend, env.python, staged, mover, mode, check, cache)
             journal.fault_point(0)  # everything staged, nothing moved yet
             if cache is not None:  # speed: its links go while the batches move
@@ -563,7 +565,7 @@ def _write_batches(
     plan: Plan,
     python: Path,
     backend: Backend,
-    link_mode: str,
+    link_mode: LinkMode,
     layouts: Mapping[Path, WheelLayout],
     check: Checker,
     mover: Mover | None,
@@ -592,7 +594,7 @@ def _write_batches(
         else:
             # two wheels of one batch writing one file (an allowed overwrite) go in separate
             # calls, the later one last: one call writes both copies in no set order
-            reinstall = {a.package.wheel for a in batch if a.kind == "reinstall"}
+            reinstall = {a.package.wheel for a in batch if a.kind == ActionKind.REINSTALL}
             for rnd in rounds(layouts[a.package.wheel] for a in batch):
                 # security: the backend starts the target's interpreter (pip runs under it, uv
                 # asks it about itself), which runs the .pth files of the calls before: each
@@ -613,15 +615,15 @@ def _private_cache(
     uv: UvBackend,
     plan: Plan,
     layouts: Mapping[Path, WheelLayout],
-    link_mode: str,
-    mode: str,
+    link_mode: LinkMode,
+    mode: UvCacheMode,
     root: Path,
 ) -> Path | None:
     """The private uv cache to stage through (``uvcache``), or None for the user's: only a
     copy-mode install has one (another link mode asks for links into the user's cache)."""
     from wh.install import uvcache
 
-    if link_mode != "copy":
+    if link_mode != LinkMode.COPY:
         progress.status(f"shared uv cache: link mode {link_mode} links into it")
         return None
     wheels = [

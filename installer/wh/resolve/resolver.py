@@ -17,6 +17,7 @@ from packaging.version import Version
 
 from wh.errors import ResolutionError
 from wh.model.candidates import Candidate, CandidateIndex, Pinned
+from wh.model.choices import Prereleases
 from wh.model.overrides import Applied, Dropped, apply_override, drop_applies
 from wh.model.profile import Drop, Override
 from wh.model.resolution import Chosen, Resolution
@@ -24,7 +25,6 @@ from wh.model.schedule import order_graph
 from wh.model.target import Target
 from wh.model.wheel import Wheel
 
-PRERELEASE_POLICIES = ("if-necessary-or-explicit", "allow", "disallow")
 _ASSUMED = Version("0")  # the stand-in version of an assumed-present name (by identity)
 _NO_DROPS: Mapping[NormalizedName, Drop] = MappingProxyType({})
 
@@ -76,7 +76,7 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         index: CandidateIndex,
         target: Target,
         overrides: Mapping[NormalizedName, Override],
-        prereleases: str,
+        prereleases: Prereleases,
         drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
         placeholders: bool = False,
         assume: Collection[NormalizedName] = (),
@@ -167,7 +167,7 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         return cached
 
 
-def order_prereleases(candidates: Sequence[Candidate], policy: str) -> list[Candidate]:
+def order_prereleases(candidates: Sequence[Candidate], policy: Prereleases) -> list[Candidate]:
     """The order candidates (newest first, all satisfying the requirements) are tried in.
 
     ``allow``: newest first, prereleases like any version. ``disallow``: final releases
@@ -176,10 +176,10 @@ def order_prereleases(candidates: Sequence[Candidate], policy: str) -> list[Cand
     only when no final release in the range can be part of a solution, whether or not a
     specifier names a prerelease (``>=1.0a1`` still prefers a final ``1.2``).
     """
-    if policy == "allow":
+    if policy == Prereleases.ALLOW:
         return list(candidates)
     finals = [c for c in candidates if not c.version.is_prerelease]
-    if policy == "disallow":
+    if policy == Prereleases.DISALLOW:
         return finals
     return finals + [c for c in candidates if c.version.is_prerelease]
 
@@ -268,7 +268,7 @@ def resolve(
     overrides: Sequence[Override] = (),
     pins: Mapping[NormalizedName, Pinned] | None = None,
     installed: Mapping[NormalizedName, Pinned] | None = None,
-    prereleases: str = "if-necessary-or-explicit",
+    prereleases: Prereleases = Prereleases.IF_NECESSARY_OR_EXPLICIT,
     max_rounds: int = 200_000,
     on_pin: Callable[[NormalizedName], None] | None = None,
     undeclared: Collection[NormalizedName] = (),
@@ -307,8 +307,8 @@ def resolve(
         root_needs.append(need)
         if app:
             root_applied.append(app)
-    if prereleases not in PRERELEASE_POLICIES:
-        raise ValueError(f"prereleases must be one of {PRERELEASE_POLICIES}, not {prereleases!r}")
+    if prereleases not in Prereleases.values():
+        raise ValueError(f"prereleases must be one of {Prereleases.values()}, not {prereleases!r}")
     provider = _Provider(
         index, target, over, prereleases, drops=drop_map, placeholders=placeholders
     )
@@ -400,7 +400,7 @@ def _every_missing(
     index: CandidateIndex,
     target: Target,
     over: Mapping[NormalizedName, Override],
-    prereleases: str,
+    prereleases: Prereleases,
     root_needs: Sequence[Need],
     drops: Mapping[NormalizedName, Drop],
     *,
@@ -444,7 +444,7 @@ def _every_refuser(
     index: CandidateIndex,
     target: Target,
     over: Mapping[NormalizedName, Override],
-    prereleases: str,
+    prereleases: Prereleases,
     root_needs: Sequence[Need],
     *,
     drops: Mapping[NormalizedName, Drop] = _NO_DROPS,
