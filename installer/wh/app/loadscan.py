@@ -276,7 +276,7 @@ def installed_check(lock: Lock, env: Environment) -> LoadReport:
 
 def verify_findings(lock: Lock, env: Environment) -> list[Finding]:
     """``wh verify``'s load check: failures, unless the lock skipped the check (warnings)."""
-    from wh.app.verify import Finding
+    from wh.app.verify import Finding, FindingKind
 
     recorded = lock.tool.get("load-check", {})
     skipped = recorded.get("checked") is False
@@ -285,15 +285,17 @@ def verify_findings(lock: Lock, env: Environment) -> list[Finding]:
     for p in report.problems:
         text = " / ".join(p.render())
         if skipped:
-            out.append(Finding(True, "warning", f"load check (skipped by the lock): {text}"))
+            out.append(
+                Finding(True, FindingKind.WARNING, f"load check (skipped by the lock): {text}")
+            )
         else:
-            out.append(Finding(False, "load", text))
-    out.extend(Finding(True, "warning", w) for w in report.warnings)
+            out.append(Finding(False, FindingKind.LOAD, text))
+    out.extend(Finding(True, FindingKind.WARNING, w) for w in report.warnings)
     if not report.problems:
         out.append(
             Finding(
                 True,
-                "load",
+                FindingKind.LOAD,
                 f"load check: {report.binaries} installed binaries, {len(report.met)} needs met "
                 f"({report.platform})",
             )

@@ -12,10 +12,24 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from wh.env.environment import Environment
 from wh.install.outside import unsatisfied
+from wh.model.choices import StrEnum
 from wh.model.installed import InstalledDist
 from wh.model.lockfile import Lock
 from wh.model.plan import Guard
 from wh.proc import spawn as proc
+
+
+class FindingKind(StrEnum):
+    """What a verification result is about (its ``kind`` in JSON output)."""
+
+    INSTALLED = "installed"  # a locked package is (not) installed at its version
+    REQUIREMENT = "requirement"  # an installed distribution's requirement
+    OVERRIDE = "override"  # a requirement an override replaced
+    DROP = "drop"  # a requirement a drop removed
+    PROTECTION = "protection"
+    CHECK = "check"  # an import or snippet check
+    LOAD = "load"  # the load check of compiled members
+    WARNING = "warning"  # reported, does not fail verification
 
 
 @dataclass(frozen=True)
@@ -23,7 +37,7 @@ class Finding:
     """One verification result; ``ok`` False means the environment fails verification."""
 
     ok: bool
-    kind: str  # installed | requirement | override | protection | check | warning
+    kind: FindingKind
     message: str
     advice: str = ""  # what can make it pass (shown with a failure)
 
@@ -45,18 +59,20 @@ def closure(env: Environment, lock: Lock) -> list[Finding]:
         pkg = lock.packages[name]
         have = env.dists.get(name)
         if have is None:
-            out.append(Finding(False, "installed", f"{name} {pkg.version} is not installed"))
+            out.append(
+                Finding(False, FindingKind.INSTALLED, f"{name} {pkg.version} is not installed")
+            )
             continue
         if have.version != pkg.version:
             out.append(
                 Finding(
                     False,
-                    "installed",
+                    FindingKind.INSTALLED,
                     f"{name} is {have.version} but the lock says {pkg.version}",
                 )
             )
             continue
-        out.append(Finding(True, "installed", f"{name} {have.version}"))
+        out.append(Finding(True, FindingKind.INSTALLED, f"{name} {have.version}"))
     drops = {canonicalize_name(d["name"]): d for d in lock.tool.get("drops", [])}
     names = sorted(set(lock.packages) | {canonicalize_name(p["name"]) for p in lock.protections})
     for name in names:
@@ -91,7 +107,7 @@ def _requirements(
                 out.append(
                     Finding(
                         True,
-                        "drop",
+                        FindingKind.DROP,
                         f"{who} requires {plain}: dropped"
                         + (f" where {marker}" if marker else "")
                         + f" ({drop.get('reason') or 'no reason given'})",
@@ -101,21 +117,23 @@ def _requirements(
             out.append(
                 Finding(
                     False,
-                    "requirement",
+                    FindingKind.REQUIREMENT,
                     f"{who} requires {plain}, not installed; the lock drops it only where "
                     f"{marker}, which does not hold for {env.target.description}",
                 )
             )
             continue
         if have is None:
-            out.append(Finding(False, "requirement", f"{who} requires {plain}, not installed"))
+            out.append(
+                Finding(False, FindingKind.REQUIREMENT, f"{who} requires {plain}, not installed")
+            )
         elif req.specifier.contains(have.version, prereleases=True):
             continue
         elif dep in overrides and overrides[dep].specifier.contains(have.version, prereleases=True):
             out.append(
                 Finding(
                     True,
-                    "override",
+                    FindingKind.OVERRIDE,
                     f"{dep} {have.version} satisfies {dist.name}'s {req.specifier} by override "
                     f"({overrides[dep]})",
                 )
@@ -124,7 +142,7 @@ def _requirements(
             out.append(
                 Finding(
                     False,
-                    "requirement",
+                    FindingKind.REQUIREMENT,
                     f"{who} requires {plain} but {dep} {have.version} is installed",
                 )
             )
@@ -140,7 +158,7 @@ def protections(
         name = canonicalize_name(p["name"])
         have = env.dists.get(name)
         if have is None:
-            out.append(Finding(False, "protection", f"protected {name} is missing"))
+            out.append(Finding(False, FindingKind.PROTECTION, f"protected {name} is missing"))
             continue
         expected_record = p.get("record-sha256")
         if before is not None and name in before:
@@ -149,14 +167,18 @@ def protections(
             out.append(
                 Finding(
                     False,
-                    "protection",
+                    FindingKind.PROTECTION,
                     f"protected {name} is {have.version}, expected {p['version']}",
                 )
             )
         elif expected_record and have.record_sha256 != expected_record:
-            out.append(Finding(False, "protection", f"protected {name} {have.version} changed"))
+            out.append(
+                Finding(False, FindingKind.PROTECTION, f"protected {name} {have.version} changed")
+            )
         else:
-            out.append(Finding(True, "protection", f"protected {name} {have.version} unchanged"))
+            out.append(
+                Finding(True, FindingKind.PROTECTION, f"protected {name} {have.version} unchanged")
+            )
     return out
 
 
@@ -173,7 +195,9 @@ def run_checks(
         ok = done.returncode == 0
         cause, advice = ("", "") if ok else failure_cause(done.stderr or done.stdout)
         out.append(
-            Finding(ok, "check", f"import {mod}" + ("" if ok else f" failed: {cause}"), advice)
+            Finding(
+                ok, FindingKind.CHECK, f"import {mod}" + ("" if ok else f" failed: {cause}"), advice
+            )
         )
     for snip in snippets:
         done = proc.run(
@@ -184,7 +208,9 @@ def run_checks(
         cause, advice = ("", "") if ok else failure_cause(done.stderr or done.stdout)
         if not ok and not cause:
             cause = f"exit code {done.returncode}"
-        out.append(Finding(ok, "check", label + ("" if ok else f" failed: {cause}"), advice))
+        out.append(
+            Finding(ok, FindingKind.CHECK, label + ("" if ok else f" failed: {cause}"), advice)
+        )
     return out
 
 
@@ -241,10 +267,14 @@ def guarded(
         g = guards[name]
         have = env.dists.get(name)
         if have is None:
-            out.append(Finding(False, "protection", f"protected {name} is missing"))
+            out.append(Finding(False, FindingKind.PROTECTION, f"protected {name} is missing"))
         elif g.version is not None and have.version != g.version:
             out.append(
-                Finding(False, "protection", f"protected {name} is {have.version}, not {g.version}")
+                Finding(
+                    False,
+                    FindingKind.PROTECTION,
+                    f"protected {name} is {have.version}, not {g.version}",
+                )
             )
         elif (
             before is not None
@@ -254,9 +284,13 @@ def guarded(
                 or before[name].record_sha256 != have.record_sha256
             )
         ):
-            out.append(Finding(False, "protection", f"protected {name} {have.version} changed"))
+            out.append(
+                Finding(False, FindingKind.PROTECTION, f"protected {name} {have.version} changed")
+            )
         else:
-            out.append(Finding(True, "protection", f"protected {name} {have.version} unchanged"))
+            out.append(
+                Finding(True, FindingKind.PROTECTION, f"protected {name} {have.version} unchanged")
+            )
     return out
 
 
@@ -274,12 +308,14 @@ def whole_environment(
         if name in covered:
             continue  # closure() reported it
         if (name, req) in was:
-            out.append(Finding(True, "warning", f"{message} (already so before this install)"))
+            out.append(
+                Finding(True, FindingKind.WARNING, f"{message} (already so before this install)")
+            )
         else:
             out.append(
                 Finding(
                     False,
-                    "requirement",
+                    FindingKind.REQUIREMENT,
                     message + " (outside the lock)",
                     f"add {name} to the profile's requirements so the lock resolves it with "
                     "the rest, or install what it requires",

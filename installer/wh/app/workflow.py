@@ -15,7 +15,15 @@ from packaging.utils import NormalizedName, canonicalize_name
 from wh import progress
 from wh.app.asked import Asked
 from wh.app.hooks import TargetSpec
-from wh.app.verify import Finding, closure, guarded, protections, run_checks, whole_environment
+from wh.app.verify import (
+    Finding,
+    FindingKind,
+    closure,
+    guarded,
+    protections,
+    run_checks,
+    whole_environment,
+)
 from wh.env.environment import Environment, probe, venv_prefix
 from wh.errors import (
     LockError,
@@ -625,7 +633,9 @@ def verify_env(
     ran = run_checks(env, [*checks.get("imports", []), *asked.imports], snippets)
     if asked.checks == "warn":
         ran = [
-            f if f.ok else Finding(True, "warning", f"{f.message} (--checks warn: kept)", f.advice)
+            f
+            if f.ok
+            else Finding(True, FindingKind.WARNING, f"{f.message} (--checks warn: kept)", f.advice)
             for f in ran
         ]
     findings += ran
@@ -677,7 +687,7 @@ def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
             out.append(
                 Finding(
                     True,
-                    "warning",
+                    FindingKind.WARNING,
                     f"the profile's launch needs {need!r}, which no locally built wheel provides"
                     f" ({advice_for(need)})",
                 )
@@ -691,14 +701,19 @@ def raise_on_failures(findings: list[Finding], *, installing: bool = False) -> N
     if not bad:
         return
     advice = list(dict.fromkeys(f.advice for f in bad if f.advice))
-    if any(f.kind in ("installed", "protection") for f in bad) and not installing:
+    if (
+        any(f.kind in (FindingKind.INSTALLED, FindingKind.PROTECTION) for f in bad)
+        and not installing
+    ):
         advice.append(
             "`wh install --locked PROFILE` puts back what the lock names (protected "
             "distributions are never touched: reinstall their build by hand)"
         )
     if installing:
         advice.append("the install was rolled back: the environment is as it was")
-        if any(f.kind == "check" for f in bad) and not any("--checks warn" in a for a in advice):
+        if any(f.kind == FindingKind.CHECK for f in bad) and not any(
+            "--checks warn" in a for a in advice
+        ):
             advice.append("with --checks warn an install keeps going past failed import checks")
     raise VerifyError(
         f"verification failed: {len(bad)} problem(s)",
