@@ -48,6 +48,7 @@ def test_a_member_is_its_string_wherever_it_goes(member: StrEnum) -> None:
     value = member.value
     assert member == value and isinstance(member, str)
     assert str(member) == value and f"{member}" == value and f"[{member:>10}]" == f"[{value:>10}]"
+    assert repr(member) == repr(value) and f"{member!r}" == f"{value!r}"
     assert json.dumps({"k": member}) == json.dumps({"k": value})
     assert {value: 1}[member] == 1  # a key looked up by either
 

@@ -67,7 +67,7 @@ def test_off_values_and_an_empty_uv_cache_kept_as_given() -> None:
         ("WH_UV_CONCURRENT_INSTALLS", "four"),
         ("WH_UV_CONCURRENT_INSTALLS", "²"),
         ("WH_CUDA_VERSION", "twelve"),
-        ("WH_CUDA_VERSION", "12"),
+        ("WH_CUDA_VERSION", "12.8-rc"),
         ("WH_TEST_FAULT", "3:explode"),
         ("WH_TEST_FAULT", "x:fail"),
         ("WH_TEST_FAULT", "1:write:relative/path"),

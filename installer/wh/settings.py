@@ -34,7 +34,7 @@ from wh.errors import UsageError
 
 _OFF = ("", "0")
 _ON = ("1", "true", "yes", "on")
-_CUDA = re.compile(r"\d+\.\d+(\.\d+)?")
+_CUDA = re.compile(r"\d+(\.\d+){0,2}")  # what packaging.Version reads as 12, 12.8, 12.8.1
 _FAULT_ACTIONS = ("fail", "interrupt")
 
 

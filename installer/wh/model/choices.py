@@ -11,7 +11,12 @@ from enum import Enum
 
 class StrEnum(str, Enum):
     """``enum.StrEnum`` (Python 3.11+) for 3.10 too: members print and format as their
-    value, where a plain ``(str, Enum)`` formats as ``Class.MEMBER`` on 3.12."""
+    value, where a plain ``(str, Enum)`` formats as ``Class.MEMBER`` on 3.12. Their repr is
+    the string's too, so a message with ``{mode!r}`` (and a memo key built from a repr)
+    reads as it did when the value was a plain string."""
+
+    def __repr__(self) -> str:
+        return str.__repr__(self)
 
     def __str__(self) -> str:
         return str.__str__(self)
