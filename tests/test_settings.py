@@ -25,6 +25,7 @@ def test_unset_is_every_default() -> None:
 
 
 def test_each_variable_is_read() -> None:
+    out = str(Path(__file__).resolve().with_name("x"))  # absolute on every OS
     s = Settings.from_env(
         {
             "WH_CACHE_DIR": "/c",
@@ -33,7 +34,7 @@ def test_each_variable_is_read() -> None:
             "WH_UV_CONCURRENT_INSTALLS": " 7 ",
             "WH_UV_CACHE_DIR": "/uv",
             "WH_CUDA_VERSION": "12.8",
-            "WH_TEST_FAULT": "3:fail,hashed:interrupt,0:sleep:1.5,1:write:/tmp/x",
+            "WH_TEST_FAULT": f"3:fail,hashed:interrupt,0:sleep:1.5,1:write:{out}",
         }
     )
     assert s.cache_dir() == Path("/c")
@@ -45,7 +46,7 @@ def test_each_variable_is_read() -> None:
         Fault("3", "fail"),
         Fault("hashed", "interrupt"),
         Fault("0", "sleep:1.5"),
-        Fault("1", "write:/tmp/x"),
+        Fault("1", f"write:{out}"),
     )
     assert s.faults_at(3) == ["fail"] and s.faults_at("hashed") == ["interrupt"]
     assert s.faults_at(2) == []
