@@ -1046,8 +1046,9 @@ def lock_levels(lockfile: Path) -> list[list[Path]]:
 def wh_uv_installs() -> int:
     """UV_CONCURRENT_INSTALLS as wh sets it for its uv (what the tuned rows run with)."""
     from wh.install.backend import concurrent_installs
+    from wh.settings import Settings
 
-    return concurrent_installs(os.environ)
+    return concurrent_installs(Settings.from_env())
 
 
 def drop_page_cache() -> None:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from packaging.requirements import Requirement
 from wh import __version__
 from wh.app.bundle import MANIFEST, extract, make_bundle, open_bundle, write_manifest
-from wh.app.hooks import Hooks, TargetSpec
+from wh.app.hooks import TargetSpec
 from wh.cli.main import cli
 from wh.errors import LockError
 from wh.model.manifest import Manifest
@@ -50,7 +50,6 @@ def _bundle(tmp: Path, name: str = "demo.zip", sign: Path | None = None) -> Path
         _wheelhouse(tmp),
         TargetSpec(Path(sys.executable)),
         out,
-        Hooks(),
         tool_wheels=tool,
         sign_key=sign,
     )

@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 from wh import __version__
 from wh.app.bundle import make_bundle
-from wh.app.hooks import Hooks, TargetSpec
+from wh.app.hooks import TargetSpec
 from wh.install.backend import uv_binary
 from wh.model.manifest import Manifest
 from wh.model.profile import Profile, Protection
@@ -175,7 +175,7 @@ def _bundle(house: Path, tmp_path: Path, python: Path, protect: tuple[Protection
     profile = Profile(
         name="gpu", requirements=(Requirement("app"),), protections=protect, link_mode="copy"
     )
-    make_bundle(Manifest.of(profile), house, TargetSpec(python), out, Hooks(), tool_wheels=tool)
+    make_bundle(Manifest.of(profile), house, TargetSpec(python), out, tool_wheels=tool)
     return out
 
 

@@ -9,7 +9,6 @@ import pytest
 from packaging.utils import canonicalize_name
 from wh.errors import InstallError
 from wh.install.backend import PipBackend, UvBackend
-from wh.install.modes import LinkMode, UvCacheMode
 from wh.install.strategy import (
     Cache,
     Facts,
@@ -20,6 +19,7 @@ from wh.install.strategy import (
     wants_cached,
 )
 from wh.install.uvcache import Release, Wheel, release
+from wh.model.choices import LinkMode, UvCacheMode
 
 UV = UvBackend.capabilities
 PIP = PipBackend.capabilities

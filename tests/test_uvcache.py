@@ -15,6 +15,7 @@ from wh.install.backend import UvBackend, uv_binary
 from wh.install.layout import Schemes, WheelLayout, layout
 from wh.install.uvcache import Wheel, cache_dir, cached_releases, choose, release
 from wh.install.validate import Hashed, installed_problems, remember_unpacked
+from wh.settings import Settings
 from wh.wheel.writer import write_wheel
 
 from tests.envsnap import make_venv, site_packages, wh
@@ -86,7 +87,7 @@ def test_the_real_uv_cache_is_read_as_holding_what_uv_installed(tmp_path: Path) 
     for name in ("Alpha_Pkg", "beta"):
         write_wheel(house, name, "1.2", {f"{name.lower()}/__init__.py": b"X = 1\n"})
     cache = tmp_path / "uv-cache"
-    backend = UvBackend(UV, {})
+    backend = UvBackend(UV, Settings())
     env = dict(backend.environment(), UV_CACHE_DIR=str(cache))
     assert cache_dir(UV, env) == cache
     venv = make_venv(tmp_path / "venv")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
-from wh.app.hooks import Hooks, TargetSpec
+from wh import progress
+from wh.app.hooks import TargetSpec
 from wh.app.lock import do_lock
 from wh.app.workflow import verify_wheels
 from wh.errors import LockError
@@ -16,6 +17,7 @@ from wh.model.manifest import Manifest
 from wh.model.profile import Profile
 
 from tests.factory import make_wheel
+from tests.progress import Recorder
 
 SPEC = TargetSpec(platform="manylinux_2_17_x86_64", python_version="3.12")
 
@@ -26,14 +28,15 @@ def _lock(tmp_path: Path) -> lockmod.Lock:
     make_wheel(house, "lib", "2.0")
     lock_path = tmp_path / "pylock.toml"
     profile = Profile(name="bench", requirements=(Requirement("app"),))
-    do_lock(Manifest.of(profile), house, lock_path, SPEC, Hooks())
+    do_lock(Manifest.of(profile), house, lock_path, SPEC)
     return lockmod.read(lock_path)
 
 
 def _hashed(lock: lockmod.Lock) -> list[Path]:
-    seen: list[Path] = []
-    verify_wheels(lock, Hooks(hashed=seen.append))
-    return seen
+    seen = Recorder()
+    with progress.reporting(seen):
+        verify_wheels(lock)
+    return seen.hashed_paths
 
 
 def test_wheels_the_lock_just_hashed_are_not_hashed_again(tmp_path: Path) -> None:
@@ -60,5 +63,5 @@ def test_a_wheel_changed_after_the_lock_is_hashed_and_refused(tmp_path: Path) ->
     path.write_bytes(bytes(data))  # same size, new mtime: no longer the hashed file
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     with pytest.raises(LockError) as err:
-        verify_wheels(lock, Hooks())
+        verify_wheels(lock)
     assert any("sha256" in d and path.name in d for d in err.value.details)

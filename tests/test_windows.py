@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from packaging.requirements import Requirement
 from wh import __version__
 from wh.app.bundle import extract, make_bundle
-from wh.app.hooks import Hooks, TargetSpec
+from wh.app.hooks import TargetSpec
 from wh.cache import stamps
 from wh.cli.main import cli
 from wh.errors import LockError, WheelhouseError
@@ -151,7 +151,7 @@ def test_a_windows_bundle_refuses_paths_windows_cannot_hold(
     profile = Profile(name="w", requirements=(Requirement("winpkg"),))
     spec = TargetSpec(platform="win_amd64", python_version="3.12")
     with pytest.raises(WheelhouseError, match="cannot be written on Windows as named") as info:
-        make_bundle(Manifest.of(profile), house, spec, out, Hooks(), tool_wheels=_tool(tmp_path))
+        make_bundle(Manifest.of(profile), house, spec, out, tool_wheels=_tool(tmp_path))
     assert any(expect in d for d in info.value.details), info.value.details
     assert not out.exists()
 
@@ -163,7 +163,7 @@ def test_the_same_wheels_bundle_for_linux(tmp_path: Path) -> None:
     out = tmp_path / "b.zip"
     profile = Profile(name="w", requirements=(Requirement("winpkg"),))
     spec = TargetSpec(platform="manylinux_2_28_x86_64", python_version="3.12")
-    make_bundle(Manifest.of(profile), house, spec, out, Hooks(), tool_wheels=_tool(tmp_path))
+    make_bundle(Manifest.of(profile), house, spec, out, tool_wheels=_tool(tmp_path))
     assert out.is_file()
 
 
@@ -192,7 +192,7 @@ def test_real_wheels_with_data_schemes_bundle_for_windows(tmp_path: Path) -> Non
     reqs = (Requirement("jsonpatch"), Requirement("jupyterlab-pygments"), Requirement("winpkg"))
     profile = Profile(name="w", requirements=reqs)
     spec = TargetSpec(platform="win_amd64", python_version="3.12")
-    make_bundle(Manifest.of(profile), house, spec, out, Hooks(), tool_wheels=_tool(tmp_path))
+    make_bundle(Manifest.of(profile), house, spec, out, tool_wheels=_tool(tmp_path))
     assert out.is_file()
 
 
@@ -567,7 +567,7 @@ def test_a_bundle_refuses_a_bomb_among_its_locked_wheels(tmp_path: Path) -> None
     profile = Profile(name="b", requirements=(Requirement("evil"),))
     spec = TargetSpec(platform="win_amd64", python_version="3.12")
     with pytest.raises(WheelhouseError, match="failed validation") as info:
-        make_bundle(Manifest.of(profile), house, spec, out, Hooks(), tool_wheels=_tool(tmp_path))
+        make_bundle(Manifest.of(profile), house, spec, out, tool_wheels=_tool(tmp_path))
     assert any("bytes in all, more than 200:1 (zip bomb?)" in d for d in info.value.details)
     assert info.value.exit_code == 3
     assert not out.exists()

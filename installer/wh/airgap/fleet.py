@@ -4,9 +4,10 @@ pip, and the wheels of a URL lock (`wh lock --index-url`) downloaded before an i
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from wh import progress
 from wh.airgap.indexclient import Http
 from wh.errors import LockWheelsError, WheelhouseError
 from wh.model.lockfile import Lock, LockedPackage, package_list
@@ -43,7 +44,7 @@ def ordered(lock: Lock) -> list[LockedPackage]:
     return [pkgs[n] for n in [*seen, *rest]]
 
 
-def download_locked(lock: Lock, status: Callable[[str], None]) -> list[str]:
+def download_locked(lock: Lock) -> list[str]:
     """Download the URL wheels of ``lock`` that are not in wh's cache yet, each checked
     against the lock's sha256 before it is used. Returns the downloaded file names."""
     todo: Sequence[LockedPackage] = [
@@ -51,7 +52,7 @@ def download_locked(lock: Lock, status: Callable[[str], None]) -> list[str]:
     ]
     if not todo:
         return []
-    status(f"downloading {len(todo)} locked wheel(s) from {lock.tool.index_url or '?'}")
+    progress.status(f"downloading {len(todo)} locked wheel(s) from {lock.tool.index_url or '?'}")
     http = Http()
     problems: list[str] = []
     done: list[str] = []

@@ -384,7 +384,6 @@ class Http:
         sha256: str,
         *,
         attempts: int = 4,
-        on_bytes: Callable[[int], None] = lambda n: None,
     ) -> int:
         """Download ``url`` into ``dest``: through ``dest.part`` (resumed with a Range request
         after an interruption), checked against ``sha256`` before it is renamed into place.
@@ -394,7 +393,7 @@ class Http:
         last: Exception | None = None
         for attempt in range(attempts):
             try:
-                moved += self._download_once(url, part, on_bytes)
+                moved += self._download_once(url, part)
             except (IndexUnavailable, OSError) as exc:
                 last = exc
                 time.sleep(min(2.0, 0.2 * 2**attempt))
@@ -417,11 +416,10 @@ class Http:
             hint="run `wh fetch` again: the partial file is resumed",
         ) from last
 
-    def _download_once(self, url: str, part: Path, on_bytes: Callable[[int], None]) -> int:
+    def _download_once(self, url: str, part: Path) -> int:
         if url.startswith("file:"):
             data = Path(url2pathname(urlparse(url).path)).read_bytes()
             part.write_bytes(data)
-            on_bytes(len(data))
             return len(data)
         have = part.stat().st_size if part.is_file() else 0
         headers = {"Range": f"bytes={have}-"} if have else {}
@@ -437,7 +435,6 @@ class Http:
                 for chunk in resp.stream(_CHUNK):
                     f.write(chunk)
                     moved += len(chunk)
-                    on_bytes(len(chunk))
             return moved
         except Exception as exc:
             import urllib3

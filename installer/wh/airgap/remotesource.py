@@ -23,6 +23,7 @@ from packaging.version import Version
 
 from wh.airgap.indexclient import IndexClient, RemoteFile
 from wh.errors import WheelhouseError
+from wh.model.choices import Prereleases
 from wh.model.manifest import DEFAULT_PRERELEASES, order_prereleases
 from wh.model.profile import Drop, Override
 from wh.model.target import Target
@@ -102,7 +103,7 @@ class Source:
         local_only: Iterable[NormalizedName] = (),
         ahead_pool: ThreadPoolExecutor | None = None,
         overrides: Mapping[NormalizedName, Override] | None = None,
-        prereleases: str = DEFAULT_PRERELEASES,
+        prereleases: Prereleases = DEFAULT_PRERELEASES,
     ) -> None:
         self.ahead_pool = ahead_pool or pool
         self.prereleases = prereleases

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 
 from packaging.utils import NormalizedName
 
+from wh.model.choices import ChecksMode
 from wh.model.plan import Guard
 from wh.model.profile import Profile, Protection
-
-CHECK_MODES = ("all", "warn")
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,7 @@ class Asked:
     guards: Mapping[NormalizedName, Guard] = field(default_factory=dict)
     imports: tuple[str, ...] = ()
     snippets: tuple[tuple[str, str], ...] = ()  # (code, description)
-    checks: str = "all"
+    checks: ChecksMode = ChecksMode.ALL
 
 
 def from_flags(
@@ -34,7 +33,7 @@ def from_flags(
     protections: tuple[str, ...],
     imports: tuple[str, ...],
     snippets: tuple[str, ...],
-    checks: str = "all",
+    checks: ChecksMode = ChecksMode.ALL,
 ) -> Asked:
     """The command line's additions: the named profile's protections with ``--protect``
     on top (a profile's reason survives ``--protect NAME==V``), and the extra checks."""

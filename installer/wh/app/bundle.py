@@ -16,10 +16,10 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from wh import __version__
+from wh import __version__, progress
 from wh.airgap import signing
 from wh.app.fetch import configured_pip_env, fetch
-from wh.app.hooks import Hooks, TargetSpec
+from wh.app.hooks import TargetSpec
 from wh.app.lock import do_lock
 from wh.env.environment import Environment
 from wh.errors import LockError, WheelhouseError
@@ -86,7 +86,6 @@ def make_bundle(
     wheelhouse: Path,
     spec: TargetSpec,
     output: Path,
-    hooks: Hooks,
     *,
     tool_wheels: Path | None = None,
     source: Path | None = None,
@@ -107,7 +106,7 @@ def make_bundle(
     with tempfile.TemporaryDirectory(prefix="wh-bundle-") as tmp:
         stage = Path(tmp) / "bundle"
         (stage / WHEELS).mkdir(parents=True)
-        first = do_lock(manifest, wheelhouse, stage / "first.toml", spec, hooks, write=False)
+        first = do_lock(manifest, wheelhouse, stage / "first.toml", spec, write=False)
         for chosen in first.resolution.packages.values():
             w = chosen.candidate.wheel
             if w is None:
@@ -117,8 +116,8 @@ def make_bundle(
             if record.is_file():
                 shutil.copy2(record, stage / WHEELS / record.name)
         lock_name = f"pylock.{profile.name}.toml"
-        hooks.status(f"locking {profile.name} for {target.description} inside the bundle")
-        done = do_lock(manifest, stage / WHEELS, stage / lock_name, spec, hooks)
+        progress.status(f"locking {profile.name} for {target.description} inside the bundle")
+        done = do_lock(manifest, stage / WHEELS, stage / lock_name, spec)
         if done.overwrites:  # the install would refuse them offline: refuse here, online
             raise WheelhouseError(
                 f"the bundle's install would fail: {len(done.overwrites)} file(s) are written "
@@ -141,12 +140,10 @@ def make_bundle(
         for extra in sorted(p for p in (stage / WHEELS).glob("*.whl") if p.name not in named):
             extra.unlink()  # exactly the wheels the lock names
         check_wheels_for(target, sorted((stage / WHEELS).glob("*.whl")))
-        hooks.status("collecting wh and its dependencies for the target")
+        progress.status("collecting wh and its dependencies for the target")
         tool = stage / TOOL
         tool.mkdir()
-        names = collect_tool_wheels(
-            target, env, tool, hooks, tool_wheels=tool_wheels, source=source
-        )
+        names = collect_tool_wheels(target, env, tool, tool_wheels=tool_wheels, source=source)
         for script in SCRIPTS:
             data = (resources.files("wh") / "bootstrap" / script).read_bytes()
             (stage / script).write_bytes(data)
@@ -161,7 +158,7 @@ def make_bundle(
         if key is not None:
             sums = (stage / MANIFEST).read_bytes()
             (stage / signing.SIGNATURE).write_text(signing.sign(sums, key), encoding="utf-8")
-        hooks.status(f"writing {output}")
+        progress.status(f"writing {output}")
         write_archive(stage, output, top=_stem(output))
         files = sum(1 for p in stage.rglob("*") if p.is_file())
     return BundleResult(
@@ -217,7 +214,6 @@ def collect_tool_wheels(
     target: Target,
     env: Environment | None,
     dest: Path,
-    hooks: Hooks,
     *,
     tool_wheels: Path | None = None,
     source: Path | None = None,
@@ -233,8 +229,8 @@ def collect_tool_wheels(
     else:
         house = cache_dir() / "bundle-wheels"
         house.mkdir(parents=True, exist_ok=True)
-        build_wh_wheel(source or source_tree(), house, hooks)
-        report = fetch(wh_manifest, house, [(target, env)], status=hooks.status, local_only=["wh"])
+        build_wh_wheel(source or source_tree(), house)
+        report = fetch(wh_manifest, house, [(target, env)], local_only=["wh"])
         if report.missing:
             raise WheelhouseError(
                 f"wh's own dependencies cannot be had as wheels for {target.description}",
@@ -263,9 +259,9 @@ def source_tree() -> Path:
     )
 
 
-def build_wh_wheel(source: Path, dest: Path, hooks: Hooks) -> Path:
+def build_wh_wheel(source: Path, dest: Path) -> Path:
     """``pip wheel --no-deps SOURCE`` (build isolation fetches setuptools from pip's index)."""
-    hooks.status(f"building wh's wheel from {source}")
+    progress.status(f"building wh's wheel from {source}")
     with tempfile.TemporaryDirectory(prefix="wh-wheel-") as tmp:
         proc.run(
             [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", tmp, str(source)],
@@ -332,7 +328,6 @@ def open_bundle(
     path: Path,
     *,
     on_close: Callable[[Callable[[], None]], object],
-    status: Callable[[str], None] = lambda m: None,
     trust: Sequence[Path] = (),
     allow_unsigned: bool = False,
 ) -> Path:
@@ -348,7 +343,7 @@ def open_bundle(
     elif path.is_file():
         tmp = Path(tempfile.mkdtemp(prefix="wh-bundle-"))
         on_close(lambda: shutil.rmtree(tmp, ignore_errors=True))
-        status(f"unpacking {path}")
+        progress.status(f"unpacking {path}")
         extract(path, tmp)
         tops = [p for p in tmp.iterdir()]
         root = tops[0] if len(tops) == 1 and tops[0].is_dir() else tmp
@@ -363,9 +358,9 @@ def open_bundle(
             hint="make the bundle again with `wh bundle`",
         ) from exc
     # always, whatever the manifest holds: an emptied one must not skip the signature
-    status(signing.check(root, manifest, trust, allow_unsigned=allow_unsigned).describe())
+    progress.status(signing.check(root, manifest, trust, allow_unsigned=allow_unsigned).describe())
     checked = verify_manifest(root, manifest)
-    status(f"bundle manifest verified: {checked} file(s) match {MANIFEST}")
+    progress.status(f"bundle manifest verified: {checked} file(s) match {MANIFEST}")
     info = read_info(root)
     lock_path = root / info.get("lock", "")
     lockmod.read(lock_path)  # the lock's own digest, before anything changes

@@ -23,6 +23,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from wh import progress
 from wh.airgap import fetchmemo
 from wh.airgap.indexclient import Http, IndexClient, RemoteFile, configured_index
 from wh.airgap.remotesource import RemoteWheel, Source
@@ -228,7 +229,6 @@ def resolve_target(
     target: Target,
     pins_for: PinsFor,
     report: FetchReport,
-    status: Callable[[str], None],
 ) -> Resolution | None:
     """Resolve the manifest for one target over the index; record what cannot be had."""
     protected = [p.name for p in manifest.protections]
@@ -255,11 +255,13 @@ def resolve_target(
         return resolve(replace(manifest, stand_ins=stand_ins), index)
 
     profile = manifest.profile
-    status(f"resolving {profile.name} for {target.description} over {source.default.url}")
+    progress.status(f"resolving {profile.name} for {target.description} over {source.default.url}")
     try:
         res = run(StandIns())
     except ResolutionError as strict:
-        status(f"no complete resolution ({strict.message}); looking for what cannot be had")
+        progress.status(
+            f"no complete resolution ({strict.message}); looking for what cannot be had"
+        )
         try:
             res = run(StandIns(absent=True))
         except ResolutionError:
@@ -302,7 +304,6 @@ def download_closure(
     wheelhouse: Path,
     http: Http,
     report: FetchReport,
-    status: Callable[[str], None],
     jobs: int = _DOWNLOADS,
 ) -> None:
     """Download the closure's wheels not yet in the wheelhouse; check those that are."""
@@ -347,7 +348,7 @@ def download_closure(
     if not fetch:
         return
     total = sum(e.size or 0 for e in fetch)
-    status(f"downloading {len(fetch)} wheel(s), {total / 1e6:,.1f} MB, {jobs} at a time")
+    progress.status(f"downloading {len(fetch)} wheel(s), {total / 1e6:,.1f} MB, {jobs} at a time")
     errors: list[Missing] = []
     lock = threading.Lock()
 
@@ -363,13 +364,13 @@ def download_closure(
             report.downloaded.append(e.filename)
             report.downloaded_bytes += moved
             report.digests[wheelhouse / e.filename] = e.sha256
-        status(f"downloaded {e.filename}")
+        progress.status(f"downloaded {e.filename}")
 
     # the largest first, so one big wheel does not start last and finish alone
     order = sorted(fetch, key=lambda e: -(e.size or 0))
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(order)))) as pool:
-        list(pool.map(one, order))
+        list(pool.map(progress.carried(one), order))
     report.download_seconds = time.perf_counter() - started
     report.downloaded.sort()
     report.missing.extend(sorted(errors, key=lambda m: m.requirement))
@@ -386,7 +387,6 @@ def fetch(
     indexes: Mapping[str, str] | None = None,
     index_url: str | None = None,
     dry_run: bool = False,
-    status: Callable[[str], None] = lambda m: None,
     http: Http | None = None,
     jobs: int = _DOWNLOADS,
     local_only: Iterable[str] = (),
@@ -430,7 +430,7 @@ def fetch(
                     {"local_only": sorted(only_here), "prereleases": manifest.prereleases},
                 )
                 if env is None and _replay(fetchmemo.recall(memo_key, local, http), report, drops):
-                    status(
+                    progress.status(
                         f"{target.description}: every index page the last fetch read is "
                         "unchanged and fresh: its resolution stands (--refresh reads them again)"
                     )
@@ -462,7 +462,7 @@ def fetch(
                     return manifest.pins_for(t, dists, (*local, *wheels), where)[0]
 
                 try:
-                    res = resolve_target(manifest, source, target, pins, report, status)
+                    res = resolve_target(manifest, source, target, pins, report)
                 finally:
                     source.closed = True
                 if res is not None:
@@ -481,10 +481,10 @@ def fetch(
     _local_hashes(report, local)
     if dry_run or report.missing:
         return report
-    download_closure(report.closure, wheelhouse, http, report, status, jobs)
+    download_closure(report.closure, wheelhouse, http, report, jobs)
     if report.missing:
         return report
-    _check_locks(manifest, wheelhouse, targets, report, status)
+    _check_locks(manifest, wheelhouse, targets, report)
     return report
 
 
@@ -540,14 +540,15 @@ def _check_locks(
     wheelhouse: Path,
     targets: Sequence[tuple[Target, Environment | None]],
     report: FetchReport,
-    status: Callable[[str], None],
 ) -> None:
     """The wheelhouse the fetch leaves locks for every target (as `wh lock` would)."""
     house = scan(wheelhouse, hashes=False)
     # a later fetch (or lock) finds these digests instead of hashing the wheels again
     remember_digests({p: d for p, d in report.digests.items() if d})
     for target, env in targets:
-        status(f"checking that {wheelhouse} locks {manifest.profile.name} for {target.description}")
+        progress.status(
+            f"checking that {wheelhouse} locks {manifest.profile.name} for {target.description}"
+        )
         dists = env.dists if env is not None else None
         where = str(env.python) if env is not None else ""
         pins = manifest.pins_for(target, dists, house.wheels, where)[0]

@@ -1,4 +1,5 @@
-"""What the CLI hands the logic: progress callbacks and the user's words about the target.
+"""What the CLI hands the logic about the target: the user's words (progress goes through
+``wh.progress``, not through here).
 
 Kept apart from ``workflow`` so that paths that never resolve (a remembered lock, --help)
 do not import the resolver and the lock writer.
@@ -6,22 +7,12 @@ do not import the resolver and the lock writer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from wh.env.environment import Environment, default_python, probe
 from wh.errors import TargetError
 from wh.model.target import Target, declared
-
-
-@dataclass
-class Hooks:
-    """Progress callbacks the CLI fills in; the logic never prints."""
-
-    status: Callable[[str], None] = lambda msg: None
-    hashing_total: Callable[[int], None] = lambda n: None
-    hashed: Callable[[Path], None] = lambda p: None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.utils import NormalizedName
 
 from wh.app.loadcheck import BuiltAgainst, LoadProblem, LoadReport, Unit, check
-from wh.app.verify import Finding
+from wh.app.verify import Finding, FindingKind
 from wh.cache.stamps import write_json
 from wh.env.platformlibs import Platform, for_target, live
 from wh.errors import LockError
@@ -278,15 +278,17 @@ def verify_findings(lock: Lock, env: Environment) -> list[Finding]:
     for p in report.problems:
         text = " / ".join(p.render())
         if skipped:
-            out.append(Finding(True, "warning", f"load check (skipped by the lock): {text}"))
+            out.append(
+                Finding(True, FindingKind.WARNING, f"load check (skipped by the lock): {text}")
+            )
         else:
-            out.append(Finding(False, "load", text))
-    out.extend(Finding(True, "warning", w) for w in report.warnings)
+            out.append(Finding(False, FindingKind.LOAD, text))
+    out.extend(Finding(True, FindingKind.WARNING, w) for w in report.warnings)
     if not report.problems:
         out.append(
             Finding(
                 True,
-                "load",
+                FindingKind.LOAD,
                 f"load check: {report.binaries} installed binaries, {len(report.met)} needs met "
                 f"({report.platform})",
             )

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 
 from packaging.utils import NormalizedName
 
+from wh import progress
 from wh.app import loadscan
 from wh.app.breaking import refuse_breaking
-from wh.app.hooks import Hooks, TargetSpec
+from wh.app.hooks import TargetSpec
 from wh.app.lockreport import LockCheckReport, LockResult
 from wh.app.scan import scan_wheelhouse
 from wh.env.environment import Environment
@@ -37,7 +38,6 @@ def do_lock(
     wheelhouse_dir: Path,
     lock_path: Path,
     spec: TargetSpec,
-    hooks: Hooks,
     *,
     write: bool = True,
     resolved: tuple[Target, Environment | None] | None = None,
@@ -54,28 +54,28 @@ def do_lock(
     # The interpreter probe (a subprocess) runs while the wheelhouse is scanned. The scan
     # reads every wheel's metadata, but hashes only the wheels of the packages locked below.
     if resolved is not None:
-        wh = scan_wheelhouse(wheelhouse_dir, hooks, hashes=False)
+        wh = scan_wheelhouse(wheelhouse_dir, hashes=False)
         target, env = resolved
     else:
         with ThreadPoolExecutor(max_workers=1) as pool:
             probing = pool.submit(spec.resolve)
-            wh = scan_wheelhouse(wheelhouse_dir, hooks, hashes=False)
+            wh = scan_wheelhouse(wheelhouse_dir, hashes=False)
             target, env = probing.result()
     dists = env.dists if env is not None else None
     pins, absent = manifest.pins_for(target, dists, wh.wheels, str(env.python) if env else "")
     installed = manifest.preferences(dists, pins)
-    hooks.status(f"resolving for {target.description}")
+    progress.status(f"resolving for {target.description}")
     # Wheels of each pinned name are hashed while the resolver carries on.
     with Prehash(wh.wheels) as prehash:
         index = CandidateIndex.build(wh.wheels, target, pins, installed, wh.excluded())
         resolution = resolve(manifest, index, on_pin=prehash.start)
         locked_names = set(resolution.packages)
         locked_wheels = [w for w in wh.wheels if w.name in locked_names]
-        hooks.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
+        progress.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
         # RECORDs are read for overwrites while the hashing threads (GIL released) run
         with ThreadPoolExecutor(max_workers=1) as side:
             overwriting = side.submit(_overwrites, resolution, profile.allow_overwrite)
-            hashed = add_hashes(locked_wheels, on_hashed=hooks.hashed, started=prehash.started)
+            hashed = add_hashes(locked_wheels, started=prehash.started)
             overwrites = overwriting.result()
     digests = {w.path: w.sha256 for w in hashed}
     refuse_ambiguous(hashed, locked_names)  # reliability: one file per identity
@@ -121,7 +121,7 @@ def do_lock(
     records = build_records(resolution)
     # refuse a lock that cannot load (every problem at once), before anything is written
     load = load or LoadOptions()
-    hooks.status("checking that every compiled member finds its libraries")
+    progress.status("checking that every compiled member finds its libraries")
     report = loadscan.lock_check(resolution, target, env, wh.wheels, digests, records, load)
     data = lockmod.render(
         resolution,
@@ -173,7 +173,6 @@ def check_lock(
     wheelhouse_dir: Path,
     lock_path: Path,
     spec: TargetSpec,
-    hooks: Hooks,
     *,
     load: LoadOptions | None = None,
 ) -> list[str]:
@@ -187,7 +186,7 @@ def check_lock(
     if lockmod.digest_ok(current) is False:
         problems.append(f"{lock_path}: digest mismatch: the lock was edited by hand")
     try:
-        fresh = do_lock(manifest, wheelhouse_dir, lock_path, spec, hooks, write=False, load=load)
+        fresh = do_lock(manifest, wheelhouse_dir, lock_path, spec, write=False, load=load)
     except (ResolutionError, WheelhouseError, ProtectionError) as exc:
         return [*problems, f"the wheelhouse no longer resolves: {exc.message}", *exc.details]
     if fresh.data != current:
@@ -208,13 +207,12 @@ def lock_is_current(
     wheelhouse_dir: Path,
     lock_path: Path,
     spec: TargetSpec,
-    hooks: Hooks,
     *,
     load: LoadOptions | None = None,
 ) -> LockCheckReport:
     """``wh lock --check``: the report when the lock is true; exit 5 with the differences
     when it is not."""
-    problems = check_lock(manifest, wheelhouse_dir, lock_path, spec, hooks, load=load)
+    problems = check_lock(manifest, wheelhouse_dir, lock_path, spec, load=load)
     if problems:
         raise LockError(
             f"{lock_path} is out of date",

@@ -23,7 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wh.app.hooks import Hooks, TargetSpec
+from wh import settings
+from wh.app.hooks import TargetSpec
 from wh.app.lockreport import LockReport
 from wh.cache.stamps import cache_file, code_stamp, stat_key, write_json
 from wh.env.environment import Environment
@@ -40,7 +41,7 @@ _SIDE_FILES = (".whl", ".whl" + buildrecord.SUFFIX)
 
 
 def enabled() -> bool:
-    return os.environ.get("WH_NO_LOCK_MEMO", "") in ("", "0")
+    return not settings.current().no_lock_memo
 
 
 def _wheelhouse_stamp(root: Path) -> list[Any]:
@@ -139,7 +140,6 @@ def lock_report(
     wheelhouse: Path,
     lock_path: Path,
     spec: TargetSpec,
-    hooks: Hooks,
     *,
     index_url: str | None = None,
     load: LoadOptions | None = None,
@@ -174,7 +174,6 @@ def lock_report(
         wheelhouse,
         lock_path,
         spec,
-        hooks,
         resolved=(target, env),
         index_url=index_url,
         load=load,

@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wh.app.hooks import Hooks
+from wh import progress
 from wh.errors import WheelhouseError
 from wh.wheelhouse.scan import Wheelhouse, scan
 
 
-def scan_wheelhouse(root: Path, hooks: Hooks, *, hashes: bool = True) -> Wheelhouse:
-    hooks.status(f"scanning {root}")
-    return scan(root, on_hashed=hooks.hashed, on_total=hooks.hashing_total, hashes=hashes)
+def scan_wheelhouse(root: Path, *, hashes: bool = True) -> Wheelhouse:
+    progress.status(f"scanning {root}")
+    return scan(root, hashes=hashes)
 
 
 @dataclass(frozen=True)
@@ -58,5 +58,5 @@ class ScanReport:
         )
 
 
-def scan_report(root: Path, hooks: Hooks) -> ScanReport:
-    return ScanReport(root, scan_wheelhouse(root, hooks))
+def scan_report(root: Path) -> ScanReport:
+    return ScanReport(root, scan_wheelhouse(root))

@@ -13,6 +13,7 @@ from packaging.version import Version
 
 from wh.env.environment import Environment
 from wh.install.outside import unsatisfied
+from wh.model.choices import StrEnum
 from wh.model.installed import InstalledDist
 from wh.model.lockfile import Lock
 from wh.model.plan import Guard
@@ -21,12 +22,25 @@ from wh.model.toolwh import DropRule, Snippet
 from wh.proc import spawn as proc
 
 
+class FindingKind(StrEnum):
+    """What a verification result is about (its ``kind`` in JSON output)."""
+
+    INSTALLED = "installed"  # a locked package is (not) installed at its version
+    REQUIREMENT = "requirement"  # an installed distribution's requirement
+    OVERRIDE = "override"  # a requirement an override replaced
+    DROP = "drop"  # a requirement a drop removed
+    PROTECTION = "protection"
+    CHECK = "check"  # an import or snippet check
+    LOAD = "load"  # the load check of compiled members
+    WARNING = "warning"  # reported, does not fail verification
+
+
 @dataclass(frozen=True)
 class Finding:
     """One verification result; ``ok`` False means the environment fails verification."""
 
     ok: bool
-    kind: str  # installed | requirement | override | protection | check | warning
+    kind: FindingKind
     message: str
     advice: str = ""  # what can make it pass (shown with a failure)
 
@@ -48,18 +62,20 @@ def closure(env: Environment, lock: Lock) -> list[Finding]:
         pkg = lock.packages[name]
         have = env.dists.get(name)
         if have is None:
-            out.append(Finding(False, "installed", f"{name} {pkg.version} is not installed"))
+            out.append(
+                Finding(False, FindingKind.INSTALLED, f"{name} {pkg.version} is not installed")
+            )
             continue
         if have.version != pkg.version:
             out.append(
                 Finding(
                     False,
-                    "installed",
+                    FindingKind.INSTALLED,
                     f"{name} is {have.version} but the lock says {pkg.version}",
                 )
             )
             continue
-        out.append(Finding(True, "installed", f"{name} {have.version}"))
+        out.append(Finding(True, FindingKind.INSTALLED, f"{name} {have.version}"))
     drops = {d.name: d for d in lock.tool.drops}
     names = sorted(set(lock.packages) | lock.tool.protected_names)
     for name in names:
@@ -94,7 +110,7 @@ def _requirements(
                 out.append(
                     Finding(
                         True,
-                        "drop",
+                        FindingKind.DROP,
                         f"{who} requires {plain}: dropped"
                         + (f" where {marker}" if marker else "")
                         + f" ({drop.reason or 'no reason given'})",
@@ -104,21 +120,23 @@ def _requirements(
             out.append(
                 Finding(
                     False,
-                    "requirement",
+                    FindingKind.REQUIREMENT,
                     f"{who} requires {plain}, not installed; the lock drops it only where "
                     f"{marker}, which does not hold for {env.target.description}",
                 )
             )
             continue
         if have is None:
-            out.append(Finding(False, "requirement", f"{who} requires {plain}, not installed"))
+            out.append(
+                Finding(False, FindingKind.REQUIREMENT, f"{who} requires {plain}, not installed")
+            )
         elif req.specifier.contains(have.version, prereleases=True):
             continue
         elif dep in overrides and overrides[dep].specifier.contains(have.version, prereleases=True):
             out.append(
                 Finding(
                     True,
-                    "override",
+                    FindingKind.OVERRIDE,
                     f"{dep} {have.version} satisfies {dist.name}'s {req.specifier} by override "
                     f"({overrides[dep]})",
                 )
@@ -127,7 +145,7 @@ def _requirements(
             out.append(
                 Finding(
                     False,
-                    "requirement",
+                    FindingKind.REQUIREMENT,
                     f"{who} requires {plain} but {dep} {have.version} is installed",
                 )
             )
@@ -154,12 +172,14 @@ def _protection_finding(
     """What verify says of a protected distribution that ``standing`` placed at ``now``;
     ``wanted`` words the protected version after the one installed."""
     if have is None or now is Standing.MISSING:
-        return Finding(False, "protection", f"protected {name} is missing")
+        return Finding(False, FindingKind.PROTECTION, f"protected {name} is missing")
     if now is Standing.OTHER_VERSION:
-        return Finding(False, "protection", f"protected {name} is {have.version}, {wanted}")
+        return Finding(
+            False, FindingKind.PROTECTION, f"protected {name} is {have.version}, {wanted}"
+        )
     if now is Standing.CHANGED:
-        return Finding(False, "protection", f"protected {name} {have.version} changed")
-    return Finding(True, "protection", f"protected {name} {have.version} unchanged")
+        return Finding(False, FindingKind.PROTECTION, f"protected {name} {have.version} changed")
+    return Finding(True, FindingKind.PROTECTION, f"protected {name} {have.version} unchanged")
 
 
 def run_checks(env: Environment, imports: list[str], snippets: list[Snippet]) -> list[Finding]:
@@ -173,7 +193,9 @@ def run_checks(env: Environment, imports: list[str], snippets: list[Snippet]) ->
         ok = done.returncode == 0
         cause, advice = ("", "") if ok else failure_cause(done.stderr or done.stdout)
         out.append(
-            Finding(ok, "check", f"import {mod}" + ("" if ok else f" failed: {cause}"), advice)
+            Finding(
+                ok, FindingKind.CHECK, f"import {mod}" + ("" if ok else f" failed: {cause}"), advice
+            )
         )
     for snip in snippets:
         done = proc.run(
@@ -184,7 +206,9 @@ def run_checks(env: Environment, imports: list[str], snippets: list[Snippet]) ->
         cause, advice = ("", "") if ok else failure_cause(done.stderr or done.stdout)
         if not ok and not cause:
             cause = f"exit code {done.returncode}"
-        out.append(Finding(ok, "check", label + ("" if ok else f" failed: {cause}"), advice))
+        out.append(
+            Finding(ok, FindingKind.CHECK, label + ("" if ok else f" failed: {cause}"), advice)
+        )
     return out
 
 
@@ -260,12 +284,14 @@ def whole_environment(
         if name in covered:
             continue  # closure() reported it
         if (name, req) in was:
-            out.append(Finding(True, "warning", f"{message} (already so before this install)"))
+            out.append(
+                Finding(True, FindingKind.WARNING, f"{message} (already so before this install)")
+            )
         else:
             out.append(
                 Finding(
                     False,
-                    "requirement",
+                    FindingKind.REQUIREMENT,
                     message + " (outside the lock)",
                     f"add {name} to the profile's requirements so the lock resolves it with "
                     "the rest, or install what it requires",

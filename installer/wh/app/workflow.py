@@ -7,16 +7,25 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from wh import progress
 from wh.app.asked import Asked
 from wh.app.breaking import refuse_breaking
-from wh.app.hooks import Hooks
-from wh.app.verify import Finding, closure, guarded, protections, run_checks, whole_environment
+from wh.app.verify import (
+    Finding,
+    FindingKind,
+    closure,
+    guarded,
+    protections,
+    run_checks,
+    whole_environment,
+)
 from wh.env.environment import Environment, probe, venv_prefix
 from wh.errors import (
+    LockError,
     LockKeptError,
     LockTargetError,
     LockWheelsError,
@@ -28,10 +37,13 @@ from wh.hashing import sha256_many
 from wh.install.layout import Schemes
 from wh.model import lockfile as lockmod
 from wh.model import schedule
+from wh.model.choices import BackendChoice, LinkMode, StrEnum, UvCacheMode
 from wh.model.plan import balanced, make_plan
 from wh.model.toolwh import Snippet
 from wh.wheel import portable
 from wh.wheelhouse.scan import known_digests
+
+E = TypeVar("E", bound=StrEnum)
 
 if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from wh.install.fingerprint import Fingerprint
@@ -39,7 +51,7 @@ if TYPE_CHECKING:  # the install machinery and the resolver load only when used
     from wh.model.plan import Plan
 
 
-def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | None]:
+def verify_wheels(lock: lockmod.Lock) -> dict[Path, Fingerprint | None]:
     """Every wheel exists with the locked size and sha256, before anything changes.
     Returns each wheel's identity as hashed (``fingerprint``)."""
     from wh.install import fingerprint
@@ -61,8 +73,8 @@ def verify_wheels(lock: lockmod.Lock, hooks: Hooks) -> dict[Path, Fingerprint | 
     held = fingerprint.take(p.wheel for p in present)
     digests = known_digests(p.wheel for p in present)
     todo = [p.wheel for p in present if digests.get(p.wheel) != p.sha256]
-    hooks.hashing_total(len(todo))
-    digests.update(sha256_many(todo, on_done=hooks.hashed))
+    progress.hashing_total(len(todo))
+    digests.update(sha256_many(todo, on_done=progress.hashed))
     problems += [f"{p.name}: changed while it was being hashed" for p in fingerprint.changed(held)]
     for pkg in present:
         if digests[pkg.wheel] != pkg.sha256:
@@ -113,8 +125,8 @@ class InstallResult:
     findings: list[Finding]
     dry_run: bool
     lock: lockmod.Lock
-    backend: str = ""
-    link_mode: str = ""
+    backend: BackendChoice | None = None
+    link_mode: LinkMode | None = None
     checks: tuple[str, ...] = ()  # what verification runs after the install (dry run: would)
     strategy: Strategy | None = None  # how it was (dry run: would be) carried out
 
@@ -122,14 +134,13 @@ class InstallResult:
 def do_install(
     lock_path: Path,
     python: Path,
-    hooks: Hooks,
     *,
     dry_run: bool = False,
     reinstall: bool = False,
-    backend_name: str | None = None,
-    link_mode: str | None = None,
+    backend_name: BackendChoice | None = None,
+    link_mode: LinkMode | None = None,
     lock_timeout: float = 600.0,
-    uv_cache: str = "auto",
+    uv_cache: UvCacheMode = UvCacheMode.AUTO,
     asked: Asked | None = None,
     lock: lockmod.Lock | None = None,
 ) -> InstallResult:
@@ -142,10 +153,10 @@ def do_install(
     # its interpreter (one probe of 0.1-0.2 s less), another's from the probe cache
     prefix = venv_prefix(python) or probe(python, cached=True).prefix
     # reliability: one wh per environment (pid sidecar), finish a killed install first
-    with envlock.hold(prefix, lock_timeout, hooks.status):
-        recovered = journal.recover_if_needed(prefix, lock_timeout, hooks.status)
+    with envlock.hold(prefix, lock_timeout):
+        recovered = journal.recover_if_needed(prefix, lock_timeout)
         if recovered:
-            hooks.status(recovered)
+            progress.status(recovered)
         env = probe(python)  # what is installed now that we hold the environment
         if not _same_folder(env.prefix, prefix):
             raise TargetError(
@@ -157,7 +168,6 @@ def do_install(
             lock,
             env,
             python,
-            hooks,
             dry_run,
             reinstall,
             backend_name,
@@ -165,6 +175,18 @@ def do_install(
             uv_cache,
             asked or Asked(),
         )
+
+
+def _locked(kind: type[E], lock: lockmod.Lock, key: str, value: str) -> E:
+    """The lock's ``[tool.wh] key`` (``value``), one of ``kind``'s words (a lock wh wrote
+    always is)."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise LockError(
+            f"{lock.path}: [tool.wh] {key} {value!r} is not one of {', '.join(kind.values())}",
+            hint=f"re-lock it with `wh lock PROFILE`, or pass --{key}",
+        ) from None
 
 
 def _same_folder(a: Path, b: Path) -> bool:
@@ -178,12 +200,11 @@ def _install_locked(
     lock: lockmod.Lock,
     env: Environment,
     python: Path,
-    hooks: Hooks,
     dry_run: bool,
     reinstall: bool,
-    backend_name: str | None,
-    link_mode: str | None,
-    uv_cache: str,
+    backend_name: BackendChoice | None,
+    link_mode: LinkMode | None,
+    uv_cache: UvCacheMode,
     asked: Asked,
 ) -> InstallResult:
     from wh.install import checker, journal, rounds, safeguard, staging, strategy, unpredicted
@@ -194,9 +215,9 @@ def _install_locked(
     if any(p.url for p in lockmod.package_list(lock)):
         from wh.airgap.fleet import download_locked
 
-        download_locked(lock, hooks.status)  # a lock of --index-url names its wheels by URL
-    hooks.status("checking wheels against the lock")
-    held = verify_wheels(lock, hooks)
+        download_locked(lock)  # a lock of --index-url names its wheels by URL
+    progress.status("checking wheels against the lock")
+    held = verify_wheels(lock)
     journal.fault_point("hashed")
     plan = make_plan(lock, env.dists, protected=asked.guards, reinstall=reinstall)
     if plan.refusals:
@@ -206,11 +227,11 @@ def _install_locked(
     refuse_breaking(
         env, {a.package.name: a.package.version for a in plan.changes}, frozenset(lock.packages)
     )
-    requested = backend_name or lock.tool.backend
+    requested = backend_name or _locked(BackendChoice, lock, "backend", lock.tool.backend)
     backend, note = fit_interpreter(choose(requested), requested, env.python, env.startup_output)
     if note:
-        hooks.status(note)
-    mode = link_mode or lock.tool.link_mode
+        progress.status(note)
+    mode = link_mode or _locked(LinkMode, lock, "link-mode", lock.tool.link_mode)
     # reliability: validate every wheel and refuse overwrites before anything changes
     digests = {a.package.wheel: a.package.sha256 for a in plan.changes}  # checked above
     layouts = safeguard.preflight(
@@ -253,7 +274,7 @@ def _install_locked(
         safeguard.all_or_nothing(env, plan, layouts) as txn,
         checker.Checker(env, digests, over, held) as check,
     ):
-        staging.write_plan(plan, env, backend, how, by_wheel, check, hooks.status)
+        staging.write_plan(plan, env, backend, how, by_wheel, check)
         # security: nothing the backend wrote is left that no RECORD predicted, and no
         # interpreter of the target starts (its .pth files and sitecustomize run) before
         # every member check accepted what was written
@@ -288,7 +309,9 @@ def verify_env(
     ran = run_checks(env, [*checks.imports, *asked.imports], snippets)
     if asked.checks == "warn":
         ran = [
-            f if f.ok else Finding(True, "warning", f"{f.message} (--checks warn: kept)", f.advice)
+            f
+            if f.ok
+            else Finding(True, FindingKind.WARNING, f"{f.message} (--checks warn: kept)", f.advice)
             for f in ran
         ]
     findings += ran
@@ -318,7 +341,7 @@ def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
             out.append(
                 Finding(
                     True,
-                    "warning",
+                    FindingKind.WARNING,
                     f"the profile's launch needs {need!r}, which no locally built wheel provides"
                     f" ({advice_for(need)})",
                 )
@@ -332,14 +355,19 @@ def raise_on_failures(findings: list[Finding], *, installing: bool = False) -> N
     if not bad:
         return
     advice = list(dict.fromkeys(f.advice for f in bad if f.advice))
-    if any(f.kind in ("installed", "protection") for f in bad) and not installing:
+    if (
+        any(f.kind in (FindingKind.INSTALLED, FindingKind.PROTECTION) for f in bad)
+        and not installing
+    ):
         advice.append(
             "`wh install --locked PROFILE` puts back what the lock names (protected "
             "distributions are never touched: reinstall their build by hand)"
         )
     if installing:
         advice.append("the install was rolled back: the environment is as it was")
-        if any(f.kind == "check" for f in bad) and not any("--checks warn" in a for a in advice):
+        if any(f.kind == FindingKind.CHECK for f in bad) and not any(
+            "--checks warn" in a for a in advice
+        ):
             advice.append("with --checks warn an install keeps going past failed import checks")
     raise VerifyError(
         f"verification failed: {len(bad)} problem(s)",

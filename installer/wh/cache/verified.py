@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 
+from wh import settings
 from wh.settings import cache_dir
 
 # Bump when a check changes what it accepts: older verdicts are then ignored.
@@ -23,7 +24,7 @@ def _marker(check: str, sha256: str) -> str:
 
 
 def _trusting() -> bool:
-    return os.environ.get("WH_VERIFY_REHASH", "") in ("", "0")
+    return not settings.current().verify_rehash
 
 
 def known(check: str, sha256: str) -> bool:

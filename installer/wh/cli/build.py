@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from wh.errors import WhError
+from wh.model.choices import TargetOS
 
 if TYPE_CHECKING:  # the runner (recipes, toolchains, patches) loads only when `wh build` runs
     from wh.kernels.runner import Report
@@ -99,7 +100,7 @@ def _render(report: Report, check_only: bool) -> str:
 )
 @click.option(
     "--target-os",
-    type=click.Choice(["windows", "linux"]),
+    type=click.Choice(TargetOS.values()),
     help="evaluate every condition as this platform's toolchain would (default: this machine)",
 )
 @click.option("--cuda-version", help="the CUDA version conditions see (default: the nvcc found)")
@@ -135,7 +136,7 @@ def build(
         wheelhouse,
         check_only=check_only,
         archs=archs,
-        target_os=target_os,
+        target_os=TargetOS(target_os) if target_os else None,
         cuda_version=cuda_version,
         emit=emit,
         allow_unpinned=allow_unpinned,

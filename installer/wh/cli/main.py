@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,12 +16,14 @@ if __name__ == "__main__":  # `python -m wh.cli.main`: run the module the subcom
 
 import click
 
-from wh import __version__
+from wh import __version__, progress, settings
+from wh.cli import reporters
 from wh.cli.common import common
 from wh.errors import WhError
+from wh.model.choices import BackendChoice, ChecksMode, LinkMode, Prereleases, UvCacheMode
 
 if TYPE_CHECKING:
-    from wh.app.hooks import Hooks, TargetSpec
+    from wh.app.hooks import TargetSpec
     from wh.model.manifest import Manifest
     from wh.model.profile import Profile
 
@@ -45,7 +46,8 @@ class WhGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with settings.run():  # the WH_* variables, read once
+                return super().invoke(ctx)
         except WhError as exc:
             if ctx.meta.get("wh.json"):
                 click.echo(json.dumps(exc.to_json(), indent=2))
@@ -140,12 +142,12 @@ def profile_options(f: F) -> F:
         ),
         click.option(
             "--link-mode",
-            type=click.Choice(["copy", "hardlink", "symlink", "clone"]),
+            type=click.Choice(LinkMode.values()),
             help="How files are placed (default from the profile: copy).",
         ),
         click.option(
             "--backend",
-            type=click.Choice(["auto", "uv", "pip"]),
+            type=click.Choice(BackendChoice.values()),
             help="Installer backend (default: uv, else pip).",
         ),
         click.option(
@@ -246,40 +248,6 @@ def _spec(kw: dict[str, Any]) -> TargetSpec:
     return TargetSpec(kw["python"], kw["platform"], kw["python_version"])
 
 
-@contextmanager
-def _hooks(quiet: bool) -> Iterator[Hooks]:
-    """Progress on stderr: a bar while hashing (on a terminal), status lines otherwise."""
-    from wh.app.hooks import Hooks
-
-    if quiet:
-        yield Hooks()
-        return
-    if not sys.stderr.isatty():  # no bar to draw: rich is not even imported
-        yield Hooks(status=lambda m: click.echo(f"· {m}", err=True))
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn
-
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task("hashing", total=0, visible=False)
-
-        def total(n: int) -> None:
-            progress.update(task, total=n, completed=0, visible=n > 0)
-
-        yield Hooks(
-            status=lambda m: console.print(f"· {m}"),
-            hashing_total=total,
-            hashed=lambda _p: progress.advance(task),
-        )
-
-
 def _emit(as_json: bool, data: Any, text: Callable[[], None]) -> None:
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
@@ -295,8 +263,8 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
     """List the wheels of a wheelhouse and every wheel that had to be excluded."""
     from wh.app.scan import scan_report
 
-    with _hooks(as_json) as hooks:
-        report = scan_report(wheelhouse, hooks)
+    with reporters.showing(as_json):
+        report = scan_report(wheelhouse)
     wh = report.wheelhouse
 
     def text() -> None:
@@ -329,8 +297,8 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
 )
 @click.option(
     "--prereleases",
-    type=click.Choice(["if-necessary-or-explicit", "allow", "disallow"]),
-    default="if-necessary-or-explicit",
+    type=click.Choice(Prereleases.values()),
+    default=Prereleases.IF_NECESSARY_OR_EXPLICIT.value,
     show_default=True,
 )
 @click.option(
@@ -354,20 +322,18 @@ def lock(
     load = _load(kw)
     manifest = _manifest(kw, prereleases=prereleases, keep_installed=not ignore_installed)
     path = _lock_path(kw, manifest.profile.name)
-    with _hooks(as_json) as hooks:
+    with reporters.showing(as_json):
         if check:
             from wh.app.lock import lock_is_current
 
-            current = lock_is_current(manifest, wheelhouse, path, _spec(kw), hooks, load=load)
+            current = lock_is_current(manifest, wheelhouse, path, _spec(kw), load=load)
             _emit(
                 as_json,
                 current.to_json(),
                 lambda: click.echo(f"{current.lockfile} is up to date"),
             )
             return
-        report = lock_report(
-            manifest, wheelhouse, path, _spec(kw), hooks, index_url=index_url, load=load
-        )
+        report = lock_report(manifest, wheelhouse, path, _spec(kw), index_url=index_url, load=load)
 
     def text() -> None:
         packages = report.packages
@@ -465,8 +431,8 @@ def _print_load_check(lc: Mapping[str, Any]) -> None:
 )
 @click.option(
     "--uv-cache",
-    type=click.Choice(["auto", "shared", "private"]),
-    default="auto",
+    type=click.Choice(UvCacheMode.values()),
+    default=UvCacheMode.AUTO.value,
     show_default=True,
     help="Copy-mode installs with uv: unpack through the user's uv cache (shared) or a "
     "throwaway one, each file written once (private); auto: private when uv's cache lacks "
@@ -475,8 +441,8 @@ def _print_load_check(lc: Mapping[str, Any]) -> None:
 @click.option(
     "--checks",
     "checks_mode",
-    type=click.Choice(["all", "warn"]),
-    default="all",
+    type=click.Choice(ChecksMode.values()),
+    default=ChecksMode.ALL.value,
     show_default=True,
     help="all: a failed import/snippet check undoes the install; warn: install and report "
     "it (a build box without a GPU).",
@@ -510,13 +476,13 @@ def install(
     if bundle is not None:
         from wh.app.bundle import open_bundle
 
-        kw["lockfile"] = open_bundle(
-            bundle,
-            on_close=click.get_current_context().call_on_close,
-            status=lambda m: None if as_json else click.echo(f"· {m}", err=True),
-            trust=trust,
-            allow_unsigned=allow_unsigned,
-        )
+        with progress.reporting(reporters.lines(as_json)):
+            kw["lockfile"] = open_bundle(
+                bundle,
+                on_close=click.get_current_context().call_on_close,
+                trust=trust,
+                allow_unsigned=allow_unsigned,
+            )
         locked = True
     load = _load(kw)
     python = kw["python"] or default_python()
@@ -533,20 +499,19 @@ def install(
             kw["protections"],
             kw["imports"],
             kw["snippets"],
-            checks_mode,
+            ChecksMode(checks_mode),
         )
     else:
         manifest = _manifest(kw)
         path = _lock_path(kw, manifest.profile.name)
-        asked = from_flags((), (), (), (), checks_mode)  # the profile's are in the lock
-    with _hooks(as_json) as hooks:
+        asked = from_flags((), (), (), (), ChecksMode(checks_mode))  # the profile's are in the lock
+    with reporters.showing(as_json):
         if not locked:
             made = do_lock(
                 manifest,
                 wheelhouse,
                 path,
                 _spec({**kw, "python": python}),
-                hooks,
                 write=not dry_run,  # a dry run writes nothing, the lock included
                 load=load,
             )
@@ -557,13 +522,12 @@ def install(
         result = do_install(
             path,
             python,
-            hooks,
             dry_run=dry_run,
             reinstall=reinstall,
-            backend_name=kw["backend"],
-            link_mode=kw["link_mode"],
+            backend_name=BackendChoice(kw["backend"]) if kw["backend"] else None,
+            link_mode=LinkMode(kw["link_mode"]) if kw["link_mode"] else None,
             lock_timeout=lock_timeout,
-            uv_cache=uv_cache,
+            uv_cache=UvCacheMode(uv_cache),
             asked=asked,
             lock=preread,
         )
@@ -832,8 +796,8 @@ def fetch(
 
     manifest = _manifest(kw)
     targets = _fetch_targets(kw)
-    with _hooks(as_json) as hooks:
-        hooks.status(pip_env_note())
+    with reporters.showing(as_json):
+        progress.status(pip_env_note())
         report = do_fetch(
             manifest,
             wheelhouse,
@@ -841,7 +805,6 @@ def fetch(
             indexes=parse_index_option(index_pins),
             index_url=index_url,
             dry_run=dry_run,
-            status=hooks.status,
             jobs=jobs,
             refresh=refresh,
         )
@@ -941,13 +904,12 @@ def bundle(
     from wh.app.bundle import make_bundle
 
     manifest = _manifest(kw)
-    with _hooks(as_json) as hooks:
+    with reporters.showing(as_json):
         result = make_bundle(
             manifest,
             wheelhouse,
             _spec(kw),
             output,
-            hooks,
             tool_wheels=wh_wheels,
             sign_key=sign_key,
         )

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import click
 
+from wh import progress
+from wh.cli.reporters import Lines
+
 
 @click.command()
 @click.option(
@@ -31,9 +34,8 @@ def recover(ctx: click.Context, python: Path | None, lock_timeout: float, as_jso
 
     ctx.meta["wh.json"] = as_json  # errors are rendered as JSON too
     target = python or default_python()
-    done = recover_env(  # waiting for another wh is said, as install says it
-        target, timeout=lock_timeout, on_wait=lambda m: click.echo(f"· {m}", err=True)
-    )
+    with progress.reporting(Lines()):  # waiting for another wh is said, as install says it
+        done = recover_env(target, timeout=lock_timeout)
     if as_json:
         click.echo(json.dumps({"python": str(target), "recovered": bool(done), "message": done}))
     else:

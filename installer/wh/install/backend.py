@@ -14,11 +14,13 @@ from typing import Protocol
 
 from packaging.utils import parse_wheel_filename
 
-from wh.errors import InstallError, ProcessError, TargetError, UsageError
+from wh import settings
+from wh.errors import InstallError, ProcessError, TargetError
 from wh.install import uvcache
-from wh.install.modes import LinkMode
+from wh.model.choices import BackendChoice, LinkMode
 from wh.proc import spawn as proc
 from wh.proc.cores import usable_cores
+from wh.settings import Settings
 
 find_uv_bin: Callable[[], str] | None
 try:  # the `uv` wheel is optional: without it, uv is looked for on PATH
@@ -42,7 +44,7 @@ class Capabilities:
 
 
 class Backend(Protocol):
-    name: str
+    name: BackendChoice
     # how many wheels one install call writes at once (what install batches are balanced for)
     threads: int
     capabilities: Capabilities
@@ -84,7 +86,7 @@ def uv_binary() -> Path | None:
     return Path(found) if found else None
 
 
-def concurrent_installs(environ: Mapping[str, str]) -> int:
+def concurrent_installs(setting: Settings) -> int:
     """How many wheels wh's uv writes at once: ``WH_UV_CONCURRENT_INSTALLS``, else twice
     the usable cores.
 
@@ -93,26 +95,18 @@ def concurrent_installs(environ: Mapping[str, str]) -> int:
     keep them busy while others wait. An install that unpacks into an empty cache is
     CPU-bound and runs as fast with either.
     """
-    raw = environ.get("WH_UV_CONCURRENT_INSTALLS", "").strip()
-    if not raw:
-        return 2 * usable_cores()
-    if not raw.isdecimal() or int(raw) < 1:  # isdigit() takes "²", which int() refuses
-        raise UsageError(
-            f"WH_UV_CONCURRENT_INSTALLS={raw!r} is not a positive whole number",
-            hint="set it to how many wheels uv may write at once (e.g. 8), or unset it",
-        )
-    return int(raw)
+    return setting.uv_concurrent_installs or 2 * usable_cores()
 
 
 class UvBackend:
-    name = "uv"
+    name = BackendChoice.UV
     capabilities = Capabilities(
         frozenset(LinkMode), stages=True, uv_cache=True, reads_interpreter_stdout=True
     )
 
-    def __init__(self, uv: Path, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(self, uv: Path, setting: Settings | None = None) -> None:
         self.uv = uv
-        self.installs = concurrent_installs(environ)
+        self.installs = concurrent_installs(setting or settings.current())
         # the cores the copying keeps busy: what install batches are balanced for
         self.threads = usable_cores()
 
@@ -169,7 +163,7 @@ class UvBackend:
 
 
 class PipBackend:
-    name = "pip"
+    name = BackendChoice.PIP
     threads = 1  # pip installs one wheel after another
     # pip copies each file into place, and only into the environment it installs into
     # and runs inside the target's interpreter rather than asking it about itself
@@ -280,7 +274,7 @@ def _run(cmd: list[str], what: str, env: Mapping[str, str]) -> None:
 
 
 def fit_interpreter(
-    chosen: Backend, requested: str, python: Path, startup_output: str
+    chosen: Backend, requested: BackendChoice, python: Path, startup_output: str
 ) -> tuple[Backend, str | None]:
     """The backend to use for an interpreter that prints ``startup_output`` as it starts
     (a ``.pth`` file may print, legally), and a note saying why it changed, if it did.
@@ -292,7 +286,7 @@ def fit_interpreter(
     if not chosen.capabilities.reads_interpreter_stdout or not startup_output.strip():
         return chosen, None
     shown = [line for line in startup_output.splitlines() if line.strip()][-5:]
-    if requested != "auto":
+    if requested != BackendChoice.AUTO:
         raise TargetError(
             f"{python} prints to stdout as it starts, which uv cannot work with; nothing "
             "was installed",
@@ -306,12 +300,12 @@ def fit_interpreter(
     )
 
 
-def choose(name: str) -> Backend:
+def choose(name: BackendChoice) -> Backend:
     """``auto`` takes uv when available, else pip."""
-    if name in ("auto", "uv"):
+    if name in (BackendChoice.AUTO, BackendChoice.UV):
         uv = uv_binary()
         if uv is not None:
             return UvBackend(uv)
-        if name == "uv":
+        if name == BackendChoice.UV:
             raise InstallError("uv is not available", hint="install uv, or use --backend pip")
     return PipBackend()

@@ -6,12 +6,13 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from wh import progress
 from wh.errors import EnvironmentLockedError
 
 LOCK_NAME = ".wh-install.lock"
@@ -32,15 +33,14 @@ def holder(prefix: Path) -> str:
 
 
 @contextmanager
-def hold(
-    prefix: Path, timeout: float, on_wait: Callable[[str], None] = lambda _m: None
-) -> Iterator[None]:
-    """Hold ``<prefix>/.wh-install.lock`` for the block; wait up to ``timeout`` seconds."""
+def hold(prefix: Path, timeout: float) -> Iterator[None]:
+    """Hold ``<prefix>/.wh-install.lock`` for the block; wait up to ``timeout`` seconds
+    (saying whom for through ``wh.progress``)."""
     guard = FileLock(str(prefix / LOCK_NAME))
     try:
         guard.acquire(timeout=0)
     except Timeout:
-        on_wait(f"waiting for {holder(prefix)} to finish with {prefix}")
+        progress.status(f"waiting for {holder(prefix)} to finish with {prefix}")
         try:
             guard.acquire(timeout=timeout)
         except Timeout as exc:

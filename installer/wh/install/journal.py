@@ -21,14 +21,14 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from wh import progress, settings
 from wh.errors import EnvironmentLockedError, InstallError, WhError
 from wh.install.layout import Schemes, WheelLayout, inside, installed_files, key, real
 from wh.install.stagedir import STAGE_DIR
@@ -416,9 +416,7 @@ def untrusted(record: Record, prefix: Path) -> list[str]:
     return out
 
 
-def wait_for_writers(
-    record: Record, timeout: float, on_wait: Callable[[str], None] = lambda _m: None
-) -> None:
+def wait_for_writers(record: Record, timeout: float) -> None:
     """Wait up to ``timeout`` s until no process that wrote for ``record`` is alive; raise
     EnvironmentLockedError (exit 12) if one still is."""
     deadline = time.monotonic() + timeout
@@ -429,7 +427,7 @@ def wait_for_writers(
             break
         if not told:
             told = True
-            on_wait(
+            progress.status(
                 "waiting for "
                 + ", ".join(f"{w.what or 'process'} (pid {w.pid})" for w in live)
                 + " of the interrupted install to exit before rolling it back"
@@ -445,9 +443,7 @@ def wait_for_writers(
         )
 
 
-def recover_if_needed(
-    prefix: Path, wait: float = 0.0, on_wait: Callable[[str], None] = lambda _m: None
-) -> str | None:
+def recover_if_needed(prefix: Path, wait: float = 0.0) -> str | None:
     """Finish what a killed wh left in ``prefix``: roll back, or complete a commit.
 
     The caller must hold the environment's install lock. A process the journal names as a
@@ -476,7 +472,7 @@ def recover_if_needed(
             hint=f"inspect {jdir} by hand (its backup/ folder holds moved-aside files), "
             "then remove it",
         )
-    wait_for_writers(record, wait, on_wait)
+    wait_for_writers(record, wait)
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started))
     if record.state == "committed":
         _discard(jdir)
@@ -541,10 +537,8 @@ def fault_point(batch: int | str) -> None:
     move; ``hashed``: once the wheels were checked against the lock, before anything else
     reads them); ``write`` appends a line to the file at the absolute ``PATH``. Several
     specs are separated by commas."""
-    for spec in os.environ.get("WH_TEST_FAULT", "").split(","):
-        at, _, action = spec.partition(":")
-        if spec and at == str(batch):
-            _fault(batch, action)
+    for action in settings.current().faults_at(batch):
+        _fault(batch, action)
 
 
 def _fault(batch: int | str, action: str) -> None:
@@ -558,5 +552,5 @@ def _fault(batch: int | str, action: str) -> None:
         with open(path, "ab") as f:
             f.write(b"written by WH_TEST_FAULT\n")
     if action.startswith("sleep:"):
-        print(f"wh-test: sleeping after batch {batch}", file=sys.stderr, flush=True)
+        progress.status(f"wh-test: sleeping after batch {batch}")  # tests wait for it
         time.sleep(float(action.split(":", 1)[1]))

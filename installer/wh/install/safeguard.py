@@ -4,7 +4,7 @@ finish a killed one (``recover_env``). The written files are checked by ``checke
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,7 +15,7 @@ from wh.install.layout import Schemes, WheelLayout, layout
 from wh.install.overwrite import clashes, refuse_clashes
 from wh.install.stagedir import stage_root
 from wh.install.validate import checked_index, refuse_wheels
-from wh.model.plan import Plan
+from wh.model.plan import ActionKind, Plan
 
 
 def preflight(
@@ -67,7 +67,7 @@ def all_or_nothing(
     replaced = [
         env.dists[a.package.name]
         for a in plan.changes
-        if a.kind != "install" and a.package.name in env.dists
+        if a.kind != ActionKind.INSTALL and a.package.name in env.dists
     ]
     what = ", ".join(f"{a.package.name} {a.package.version}" for a in plan.changes)
     uv_lock = env.prefix / ".lock"  # uv creates it on its first install into a venv
@@ -86,13 +86,12 @@ def recover_env(
     python: Path,
     *,
     timeout: float | None = None,
-    on_wait: Callable[[str], None] = lambda _m: None,
 ) -> str | None:
     """Finish a killed install in ``python``'s environment: roll back or complete its commit.
 
     ``timeout`` None: only if no other wh holds the environment right now (it may be the
-    install the journal belongs to); else wait up to ``timeout`` s (telling ``on_wait``
-    whom it waits for) and fail when busy.
+    install the journal belongs to); else wait up to ``timeout`` s (saying whom it
+    waits for through ``wh.progress``) and fail when busy.
     """
     prefix = probe(python).prefix
     if timeout is None:
@@ -105,5 +104,5 @@ def recover_env(
             return journal.recover_if_needed(prefix, 10.0)
         finally:
             guard.release()
-    with envlock.hold(prefix, timeout, on_wait):
+    with envlock.hold(prefix, timeout):
         return journal.recover_if_needed(prefix, timeout)

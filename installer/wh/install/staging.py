@@ -15,26 +15,27 @@ rollback removes it like any other new file.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 from packaging.utils import NormalizedName
 
+from wh import progress
 from wh.env.environment import Environment
 from wh.errors import InstallError
 from wh.install import journal
 from wh.install.backend import Backend
 from wh.install.checker import Checker
 from wh.install.layout import Schemes, WheelLayout
-from wh.install.modes import LinkMode
 from wh.install.mover import Mover
 from wh.install.rounds import rounds
 from wh.install.strategy import Strategy
 from wh.install.uvcache import ARCHIVES
 from wh.install.watch import Checked, Early, Unpacked
-from wh.model.plan import Plan
+from wh.model.choices import LinkMode
+from wh.model.plan import ActionKind, Plan
 from wh.proc import fsretry, lifetime
 
 
@@ -99,7 +100,6 @@ def write_plan(
     strategy: Strategy,
     layouts: Mapping[Path, WheelLayout],
     check: Checker,
-    status: Callable[[str], None],
 ) -> None:
     """Write the plan's wheels into ``env``, batch after batch (inside the transaction), as
     ``strategy`` (decided before the transaction, for this plan and ``backend``) says:
@@ -120,8 +120,8 @@ def write_plan(
             staged = rounds(order)
             root = strategy.stage
             cache = strategy.private_cache
-            status(strategy.cache_reason)
-            status(
+            progress.status(strategy.cache_reason)
+            progress.status(
                 f"writing {len(order)} wheels into {root} with {len(staged)} "
                 f"{backend.name} call(s) at once"
             )
@@ -132,9 +132,7 @@ def write_plan(
             if cache is not None:  # speed: its links go while the batches move
                 dropped = side.submit(_drop_cache, cache, check)
             mover.check_staged(order)
-        _write_batches(
-            plan, env.python, backend, link_mode, layouts, check, status, mover, passed, partly
-        )
+        _write_batches(plan, env.python, backend, link_mode, layouts, check, mover, passed, partly)
         if dropped is not None:
             dropped.result()
     if mover is not None:
@@ -148,7 +146,6 @@ def _write_batches(
     link_mode: LinkMode,
     layouts: Mapping[Path, WheelLayout],
     check: Checker,
-    status: Callable[[str], None],
     mover: Mover | None,
     passed: set[NormalizedName],
     partly: Checked,
@@ -157,7 +154,7 @@ def _write_batches(
     then queue the check of its files that were not checked where staged."""
     verb = "moving into place" if mover else "installing"
     for i, batch in enumerate(plan.batches, 1):
-        status(
+        progress.status(
             f"{verb} batch {i}/{len(plan.batches)}: "
             + ", ".join(f"{a.package.name} {a.package.version}" for a in batch)
         )
@@ -175,7 +172,7 @@ def _write_batches(
         else:
             # two wheels of one batch writing one file (an allowed overwrite) go in separate
             # calls, the later one last: one call writes both copies in no set order
-            reinstall = {a.package.wheel for a in batch if a.kind == "reinstall"}
+            reinstall = {a.package.wheel for a in batch if a.kind == ActionKind.REINSTALL}
             for rnd in rounds(layouts[a.package.wheel] for a in batch):
                 # security: the backend starts the target's interpreter (pip runs under it, uv
                 # asks it about itself), which runs the .pth files of the calls before: each

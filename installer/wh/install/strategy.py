@@ -23,8 +23,8 @@ from wh.errors import InstallError
 from wh.install import uvcache
 from wh.install.backend import Backend, Capabilities, UvBackend, unsupported_link_mode
 from wh.install.layout import Schemes, WheelLayout
-from wh.install.modes import LinkMode, StrEnum, UvCacheMode
 from wh.install.stagedir import can_stage, stage_root
+from wh.model.choices import LinkMode, StrEnum, UvCacheMode
 from wh.model.plan import Plan
 
 

@@ -30,10 +30,9 @@ from pathlib import Path
 from packaging.utils import NormalizedName, canonicalize_name, canonicalize_version
 
 from wh.errors import ProcessError
-from wh.install.modes import UvCacheMode
+from wh.model.choices import UvCacheMode
 from wh.proc import spawn as proc
 
-MODES = tuple(UvCacheMode)
 ARCHIVES = "archive-v0"  # uv's folder of unpacked wheels, one complete folder per wheel
 PRIVATE_DIR = ".uv-cache"  # the private cache's folder inside the staging folder
 _POINTERS = (".rev", ".http", ".msgpack")
@@ -93,11 +92,11 @@ def cached_releases(cache: Path) -> set[Release]:
     return found
 
 
-def choose(mode: str, wheels: Sequence[Wheel], cached: Iterable[Release] | None) -> Choice:
-    """Pure: private or shared for ``mode`` (a ``UvCacheMode``), given what uv's cache holds
-    (``cached``; None when it could not be read, which counts as holding nothing)."""
-    if mode not in MODES:
-        raise ValueError(f"uv cache mode {mode!r} is not one of {', '.join(MODES)}")
+def choose(mode: UvCacheMode, wheels: Sequence[Wheel], cached: Iterable[Release] | None) -> Choice:
+    """Pure: private or shared for ``mode``, given what uv's cache holds (``cached``; None
+    when it could not be read, which counts as holding nothing)."""
+    if mode not in UvCacheMode.values():
+        raise ValueError(f"uv cache mode {mode!r} is not one of {', '.join(UvCacheMode.values())}")
     if mode == UvCacheMode.SHARED:
         return Choice(False, "shared uv cache (--uv-cache shared)")
     if mode == UvCacheMode.PRIVATE:

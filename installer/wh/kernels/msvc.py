@@ -12,6 +12,7 @@ from pathlib import PureWindowsPath
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from wh import settings
 from wh.errors import BuildError
 from wh.kernels import envblock
 from wh.kernels.conditions import WINDOWS_MSVC, Platform
@@ -190,7 +191,7 @@ class MsvcToolchain:
         vcvars = env_diff(before, after)
         if "VCToolsVersion" not in after:
             raise BuildError(f"vcvarsall.bat x64 of {vs.name} did not set up the compiler")
-        _, cuda_home = choose_cuda(cuda_installs(env), cuda, env.get("WH_CUDA_VERSION", ""))
+        _, cuda_home = choose_cuda(cuda_installs(env), cuda, settings.current().cuda_version or "")
         nvcc = str(PureWindowsPath(cuda_home) / "bin" / "nvcc.exe")
         full = parse_nvcc_version(proc.run([nvcc, "--version"], what="nvcc --version").stdout)
         require_cuda(full, cuda, nvcc)

@@ -34,6 +34,7 @@ from wh.kernels.operations import wanted_codes
 from wh.kernels.recipe import Effective, load_recipe, parse_choices, resolve
 from wh.kernels.registration import cmake_sources, excluded_ops
 from wh.kernels.toolchain import Toolchain
+from wh.model.choices import TargetOS
 from wh.wheel import buildrecord
 
 
@@ -48,7 +49,7 @@ class Options:
     work: Path = Path(".wh-cache/build")
     check_only: bool = False
     archs: Sequence[str] = ()
-    target_os: str | None = None  # "windows" or "linux": evaluate conditions as that platform
+    target_os: TargetOS | None = None  # evaluate conditions as that platform
     cuda_version: str | None = None  # the CUDA version conditions see
     emit: Path | None = None  # write the patched tree there, build nothing
     allow_unpinned: bool = False
@@ -108,7 +109,7 @@ def _read(root: Path, rel: str) -> str | None:
     return f.read_bytes().decode("utf-8", "replace") if f.is_file() else None
 
 
-TARGETS = {"windows": WINDOWS_MSVC, "linux": LINUX_GCC}
+TARGETS = {TargetOS.WINDOWS: WINDOWS_MSVC, TargetOS.LINUX: LINUX_GCC}
 
 
 def _target(opts: Options, tc: Toolchain | None) -> Platform:
@@ -123,8 +124,8 @@ def _target(opts: Options, tc: Toolchain | None) -> Platform:
     return WINDOWS_MSVC if sys.platform == "win32" else LINUX_GCC
 
 
-def _os_name(platform: Platform) -> str:
-    return "windows" if platform.name.startswith("windows") else "linux"
+def _os_name(platform: Platform) -> TargetOS:
+    return TargetOS.WINDOWS if platform.name.startswith("windows") else TargetOS.LINUX
 
 
 def check_plan(

@@ -12,6 +12,7 @@ from packaging.tags import Tag
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
+from wh.model.choices import Prereleases
 from wh.model.target import Target
 from wh.model.wheel import Wheel
 
@@ -196,7 +197,7 @@ class CandidateIndex:
         specs: Sequence[SpecifierSet],
         *,
         labels: Sequence[str] = (),
-        prereleases: str = "if-necessary-or-explicit",
+        prereleases: Prereleases = Prereleases.IF_NECESSARY_OR_EXPLICIT,
         conflict: bool = False,
     ) -> list[str]:
         """One line per wheel of ``name``: chosen-able or why not, against ``specs``.
@@ -260,7 +261,7 @@ class CandidateIndex:
                     + _refusal(refusing)
                     + _local_note(w.version, [s for s, _w in refusing])
                 )
-            elif prereleases == "disallow" and w.version.is_prerelease:
+            elif prereleases == Prereleases.DISALLOW and w.version.is_prerelease:
                 lines.append(f"{w.filename}: {w.version} is a prerelease, and they are disallowed")
             elif w.filename not in usable:
                 lines.append(f"{w.filename}: another wheel of {w.version} fits the target better")

@@ -18,19 +18,28 @@ from packaging.version import Version
 
 from wh.errors import ProfileError, ProtectionError
 from wh.model.candidates import Pinned
+from wh.model.choices import Prereleases
 from wh.model.installed import InstalledDist
 from wh.model.profile import Drop, Override, Profile, Protection
 from wh.model.protection import Standing, standing
 from wh.model.target import Target
 from wh.model.wheel import Wheel
 
-PRERELEASE_POLICIES = ("if-necessary-or-explicit", "allow", "disallow")
-DEFAULT_PRERELEASES = "if-necessary-or-explicit"
+DEFAULT_PRERELEASES = Prereleases.IF_NECESSARY_OR_EXPLICIT
 
 T = TypeVar("T")
 
 
-def order_prereleases(items: Sequence[T], policy: str, version: Callable[[T], Version]) -> list[T]:
+def policy(word: str) -> Prereleases:
+    """The prerelease policy ``word`` names; ValueError naming the choices for any other."""
+    if word not in Prereleases.values():
+        raise ValueError(f"prereleases must be one of {Prereleases.values()}, not {word!r}")
+    return Prereleases(word)
+
+
+def order_prereleases(
+    items: Sequence[T], policy: Prereleases, version: Callable[[T], Version]
+) -> list[T]:
     """The order ``items`` (newest first) are tried in under a prerelease ``policy``.
 
     ``allow``: as given, prereleases like any version. ``disallow``: final releases only.
@@ -40,10 +49,10 @@ def order_prereleases(items: Sequence[T], policy: str, version: Callable[[T], Ve
     (``>=1.0a1`` still prefers a final ``1.2``). The one rule: the resolver orders its
     candidates by it, and fetch predicts the resolver's first try by it.
     """
-    if policy == "allow":
+    if policy == Prereleases.ALLOW:
         return list(items)
     finals = [x for x in items if not version(x).is_prerelease]
-    if policy == "disallow":
+    if policy == Prereleases.DISALLOW:
         return finals
     return finals + [x for x in items if version(x).is_prerelease]
 
@@ -75,7 +84,7 @@ class Manifest:
     overrides: tuple[Override, ...] = ()
     drops: tuple[Drop, ...] = ()
     protections: tuple[Protection, ...] = ()
-    prereleases: str = DEFAULT_PRERELEASES
+    prereleases: Prereleases = DEFAULT_PRERELEASES
     keep_installed: bool = True  # a live target's distributions are tried first and kept
     stand_ins: StandIns = StandIns()
     # the profile it was built from (flags applied): what the lock records besides the
@@ -83,17 +92,15 @@ class Manifest:
     profile: Profile = field(default=Profile(name="cli"), compare=False)
 
     def __post_init__(self) -> None:
-        if self.prereleases not in PRERELEASE_POLICIES:
-            raise ValueError(
-                f"prereleases must be one of {PRERELEASE_POLICIES}, not {self.prereleases!r}"
-            )
+        # a word given where the enum was expected becomes the enum; any other is refused
+        object.__setattr__(self, "prereleases", policy(self.prereleases))
 
     @classmethod
     def of(
         cls,
         profile: Profile,
         *,
-        prereleases: str = DEFAULT_PRERELEASES,
+        prereleases: Prereleases | str = DEFAULT_PRERELEASES,
         keep_installed: bool = True,
     ) -> Manifest:
         """The manifest of ``profile`` (its flags already applied) and the lock options."""
@@ -103,7 +110,9 @@ class Manifest:
             overrides=profile.overrides,
             drops=profile.drops,
             protections=profile.protections,
-            prereleases=prereleases,
+            prereleases=Prereleases(prereleases)
+            if prereleases in Prereleases.values()
+            else prereleases,  # type: ignore[arg-type]
             keep_installed=keep_installed,
             profile=profile,
         )

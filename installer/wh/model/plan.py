@@ -10,23 +10,33 @@ from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
+from wh.model.choices import StrEnum
 from wh.model.installed import InstalledDist
 from wh.model.lockfile import Lock, LockedPackage
 from wh.model.protection import Standing, standing
 from wh.model.schedule import balance, order_graph
 
 
+class ActionKind(StrEnum):
+    """What the plan does to one locked package."""
+
+    INSTALL = "install"  # absent
+    REPLACE = "replace"  # another version is installed
+    REINSTALL = "reinstall"  # the same version, forced (--reinstall)
+    KEEP = "keep"  # the locked version is installed, or it is protected
+
+
 @dataclass(frozen=True)
 class Action:
     """``install`` (absent), ``replace`` (other version), ``reinstall`` (forced) or ``keep``."""
 
-    kind: str
+    kind: ActionKind
     package: LockedPackage
     installed: Version | None
 
     def describe(self) -> str:
         p = self.package
-        if self.kind == "replace":
+        if self.kind == ActionKind.REPLACE:
             return f"replace {p.name} {self.installed} -> {p.version}"
         return f"{self.kind} {p.name} {p.version}"
 
@@ -146,18 +156,18 @@ def make_plan(
     for name, pkg in lock.packages.items():
         have = installed.get(name)
         if have is None:
-            kind = "install"
+            kind = ActionKind.INSTALL
         elif have.version != pkg.version:
-            kind = "replace"
+            kind = ActionKind.REPLACE
         elif reinstall and name not in prot:
-            kind = "reinstall"
+            kind = ActionKind.REINSTALL
         else:
-            kind = "keep"
+            kind = ActionKind.KEEP
         g = prot.get(name)
         exact = g is not None and g.version is not None and g.version == pkg.version
-        if g is not None and kind == "install" and exact:
+        if g is not None and kind == ActionKind.INSTALL and exact:
             pass  # the protected build itself, into an environment that lacks it
-        elif g is not None and kind != "keep":
+        elif g is not None and kind != ActionKind.KEEP:
             if not any(r.name == name for r in refusals):
                 refusals.append(
                     Refusal(
@@ -167,20 +177,22 @@ def make_plan(
                         + f" with {pkg.version} ({g.reason or 'no reason given'})",
                     )
                 )
-            kind = "keep"
+            kind = ActionKind.KEEP
         actions[name] = Action(kind, pkg, have.version if have else None)
     batches: list[tuple[Action, ...]] = []
     placed: set[NormalizedName] = set()
     for level in lock.levels:
         names = [n for n in level if n in actions]
         placed.update(names)
-        batch = tuple(actions[n] for n in names if actions[n].kind != "keep")
+        batch = tuple(actions[n] for n in names if actions[n].kind != ActionKind.KEEP)
         if batch:
             batches.append(batch)
-    rest = tuple(actions[n] for n in sorted(set(actions) - placed) if actions[n].kind != "keep")
+    rest = tuple(
+        actions[n] for n in sorted(set(actions) - placed) if actions[n].kind != ActionKind.KEEP
+    )
     if rest:
         batches.append(rest)
-    kept = tuple(actions[n] for n in sorted(actions) if actions[n].kind == "keep")
+    kept = tuple(actions[n] for n in sorted(actions) if actions[n].kind == ActionKind.KEEP)
     return Plan(tuple(batches), kept, tuple(sorted(refusals, key=lambda r: r.name)))
 
 

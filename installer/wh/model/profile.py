@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
@@ -15,14 +15,14 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wh.errors import ProfileError
+from wh.model.choices import BackendChoice, LinkMode, StrEnum
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-LINK_MODES = ("copy", "hardlink", "symlink", "clone")
-BACKENDS = ("auto", "uv", "pip")
+E = TypeVar("E", bound=StrEnum)
 
 
 def default_lock_path(profile: str, lockdir: Path = Path("lockfiles")) -> Path:
@@ -97,8 +97,8 @@ class Profile:
     extras: tuple[Extra, ...] = ()
     overrides: tuple[Override, ...] = ()
     protections: tuple[Protection, ...] = ()
-    link_mode: str = "copy"
-    backend: str = "auto"
+    link_mode: LinkMode = LinkMode.COPY
+    backend: BackendChoice = BackendChoice.AUTO
     checks: Checks = field(default_factory=Checks)
     needs: tuple[str, ...] = ()
     source: str = "<flags>"
@@ -160,8 +160,8 @@ class Profile:
             allow_overwrite=tuple(
                 sorted({*self.allow_overwrite, *(canonicalize_name(n) for n in allow_overwrite)})
             ),
-            link_mode=_choice(link_mode or self.link_mode, LINK_MODES, where, "link-mode"),
-            backend=_choice(backend or self.backend, BACKENDS, where, "backend"),
+            link_mode=_choice(link_mode or self.link_mode, LinkMode, where, "link-mode"),
+            backend=_choice(backend or self.backend, BackendChoice, where, "backend"),
         )
 
 
@@ -187,13 +187,14 @@ def drop_from_text(text: str, where: str, reason: str = "") -> Drop:
     return Drop(canonicalize_name(req.name), req.marker, reason)
 
 
-def _choice(value: str, allowed: tuple[str, ...], where: str, key: str) -> str:
-    if value not in allowed:
+def _choice(value: str, allowed: type[E], where: str, key: str) -> E:
+    try:
+        return allowed(value)
+    except ValueError:
+        words = ", ".join(allowed.values())
         raise ProfileError(
-            f"{where}: {key} {value!r} is not one of {', '.join(allowed)}",
-            hint=f"set {key} to one of: {', '.join(allowed)}",
-        )
-    return value
+            f"{where}: {key} {value!r} is not one of {words}", hint=f"set {key} to one of: {words}"
+        ) from None
 
 
 def _protection(text: str, where: str) -> Protection:
@@ -328,8 +329,8 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
         extras=tuple(extras),
         overrides=tuple(overrides[k] for k in sorted(overrides)),
         protections=tuple(sorted(protections, key=lambda p: p.name)),
-        link_mode=_choice(str(data.get("link-mode", "copy")), LINK_MODES, where, "link-mode"),
-        backend=_choice(str(data.get("backend", "auto")), BACKENDS, where, "backend"),
+        link_mode=_choice(str(data.get("link-mode", "copy")), LinkMode, where, "link-mode"),
+        backend=_choice(str(data.get("backend", "auto")), BackendChoice, where, "backend"),
         checks=Checks(tuple(imports), tuple(snippets)),
         needs=tuple(str(n) for n in needs),
         source=source,

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from wh import settings
 from wh.errors import ProcessError
 from wh.proc import lifetime
 
@@ -35,8 +36,9 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env["PIP_CONFIG_FILE"] = os.devnull
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     env["PYTHONIOENCODING"] = "utf-8"
-    if "WH_UV_CACHE_DIR" in os.environ:
-        env["UV_CACHE_DIR"] = os.environ["WH_UV_CACHE_DIR"]
+    uv_cache = settings.current().uv_cache_dir
+    if uv_cache is not None:
+        env["UV_CACHE_DIR"] = uv_cache
     if extra:
         env.update(extra)
     return env

@@ -11,6 +11,7 @@ from packaging.version import Version
 
 from wh.errors import ResolutionError
 from wh.model.candidates import CandidateIndex
+from wh.model.choices import Prereleases
 from wh.model.profile import Override
 
 
@@ -20,7 +21,7 @@ def explain_impossible(
     overrides: Mapping[NormalizedName, Override],
     *,
     chains: Mapping[str, Sequence[str]] | None = None,
-    prereleases: str = "if-necessary-or-explicit",
+    prereleases: Prereleases = Prereleases.IF_NECESSARY_OR_EXPLICIT,
     older: Mapping[NormalizedName, str] | None = None,
 ) -> ResolutionError:
     """Build the ResolutionError for resolvelib's ``causes`` (RequirementInformation list).

@@ -12,6 +12,7 @@ from typing import Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 
+from wh import progress, settings
 from wh.cache.stamps import cache_file, stat_key, write_json
 from wh.errors import WheelhouseError
 from wh.hashing import parallel_map, sha256_file
@@ -110,8 +111,6 @@ def scan(
     root: Path,
     *,
     use_cache: bool = True,
-    on_hashed: Callable[[Path], None] | None = None,
-    on_total: Callable[[int], None] | None = None,
     hashes: bool = True,
 ) -> Wheelhouse:
     """Read every ``*.whl`` directly in ``root``. Unchanged files cost only a stat call.
@@ -163,17 +162,15 @@ def scan(
         else:
             stale.append(p)
 
-    if on_total:
-        on_total(len(stale))
+    progress.hashing_total(len(stale))
     if hashes:
-        done = parallel_map(_scan_one, stale, on_done=on_hashed)
+        done = parallel_map(_scan_one, stale, on_done=progress.hashed)
     else:
         # Reading METADATA is Python work under the GIL: threads only add contention.
         done = {}
         for p in stale:
             done[p] = _scan_meta(p)
-            if on_hashed:
-                on_hashed(p)
+            progress.hashed(p)
     for p in stale:
         m, digest, problem = done[p]
         entry: dict[str, Any] = {"stat": stat_key(stats[p], p)}
@@ -258,7 +255,6 @@ class Prehash:
 def add_hashes(
     wheels: Iterable[Wheel],
     *,
-    on_hashed: Callable[[Path], None] | None = None,
     started: Mapping[Path, Future[tuple[list[int], str]]] | None = None,
 ) -> tuple[Wheel, ...]:
     """The same wheels, each with its sha256: unhashed ones are hashed (in parallel, or
@@ -276,8 +272,7 @@ def add_hashes(
             done[w.path] = fresh[w.path]
         else:
             done[w.path] = started[w.path].result()
-        if on_hashed:
-            on_hashed(w.path)
+        progress.hashed(w.path)
 
     def store(path: Path, entry: object) -> None:
         before, digest = done[path]
@@ -342,7 +337,7 @@ def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
     from is not recomputed before install. Files without such an entry are left out (the
     caller hashes them). Set ``WH_VERIFY_REHASH=1`` to trust nothing.
     """
-    if os.environ.get("WH_VERIFY_REHASH", "") not in ("", "0"):
+    if settings.current().verify_rehash:
         return {}
     out: dict[Path, str] = {}
     for folder, files in _by_folder(paths).items():
