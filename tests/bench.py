@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import statistics
@@ -386,7 +387,18 @@ class Bench:
         print(f"\n## {section}", flush=True)
         residency = warm_page_cache(folder)
         print(f"  {residency}", flush=True)
-        target = fresh_venv(self.work / f"target-{label}")
+        declared_target = a.real_target if label == "real" else ""
+        if declared_target:  # wheels for another platform or Python than this machine's
+            plat, _, pyver = declared_target.partition(":")
+            tflags: list[str | Path] = ["--platform", plat, "--python-version", pyver]
+            m = re.fullmatch(r"(manylinux_\d+_\d+)_(\w+)", plat)
+            if m is None:
+                raise SystemExit(f"--real-target {plat}: give a manylinux_X_Y_ARCH platform")
+            uv_plat = f"{m.group(2)}-{m.group(1)}"  # uv's spelling: x86_64-manylinux_2_28
+            uv_target: list[str | Path] = ["--python-platform", uv_plat, "--python-version", pyver]
+        else:
+            target = fresh_venv(self.work / f"target-{label}")
+            tflags = uv_target = ["--python", target]
         n_files = len(list(folder.glob("*.whl")))
         size = sum(f.stat().st_size for f in folder.glob("*.whl"))
         note = f"{n_files} wheels, {size / 1e9:.2f} GB"
@@ -413,9 +425,7 @@ class Bench:
         def wh_cold(i: int) -> Run:
             cache = self.tmp("whcache")
             caches.append(cache)
-            cmd = self.wh(
-                "lock", *rflags, "--wheelhouse", folder, "--python", target, "--lockfile", lockfile
-            )
+            cmd = self.wh("lock", *rflags, "--wheelhouse", folder, *tflags, "--lockfile", lockfile)
             return run(cmd, env=self.wh_env(cache))
 
         wh_c = rep.add(section, "wh lock, cold (empty scan cache)", repeat(a.repeat, wh_cold), note)
@@ -428,8 +438,7 @@ class Bench:
                 *rflags,
                 "--wheelhouse",
                 folder,
-                "--python",
-                target,
+                *tflags,
                 "--lockfile",
                 self.work / "unchecked.toml",
                 "--skip-load-check",
@@ -449,9 +458,7 @@ class Bench:
             "target <= 1.2x",
         )
         # a re-lock that resolves again (memo off): the load check from its digest cache
-        relock = self.wh(
-            "lock", *rflags, "--wheelhouse", folder, "--python", target, "--lockfile", lockfile
-        )
+        relock = self.wh("lock", *rflags, "--wheelhouse", folder, *tflags, "--lockfile", lockfile)
         wh_r = rep.add(
             section,
             "wh lock, warm caches, lock memo off (resolves; natives cached)",
@@ -487,8 +494,7 @@ class Bench:
                         *rflags,
                         "--wheelhouse",
                         folder,
-                        "--python",
-                        target,
+                        *tflags,
                         "--lockfile",
                         lockfile,
                     ),
@@ -508,13 +514,14 @@ class Bench:
             "--lockfile",
             self.work / "declared.toml",
         )
-        run(declared, env=self.wh_env(warm_cache))  # its first lock: not a re-lock
-        wh_wd = rep.add(
-            section,
-            "wh lock, warm, declared target (no interpreter probe)",
-            repeat(a.repeat_warm, lambda i: run(declared, env=self.wh_env(warm_cache))),
-        )
-        del wh_wd
+        if not declared_target:  # with one, every row above is of a declared target
+            run(declared, env=self.wh_env(warm_cache))  # its first lock: not a re-lock
+            wh_wd = rep.add(
+                section,
+                "wh lock, warm, declared target (no interpreter probe)",
+                repeat(a.repeat_warm, lambda i: run(declared, env=self.wh_env(warm_cache))),
+            )
+            del wh_wd
         req_in = self.work / f"{label}.in"
         req_in.write_text("\n".join(roots) + "\n")
         uv_caches: list[Path] = []
@@ -534,8 +541,7 @@ class Bench:
                     "--no-config",
                     "--cache-dir",
                     cache,
-                    "--python",
-                    target,
+                    *uv_target,
                     "-q",
                     "-o",
                     self.work / f"{label}.uv.txt",
@@ -901,6 +907,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resolve-wheels", type=int, default=10_000)
     ap.add_argument("--real", type=Path, help="a folder of real wheels")
     ap.add_argument("--real-roots", default="transformers,fastapi")
+    ap.add_argument(
+        "--real-target",
+        default="",
+        help="lock the real wheelhouse for a declared target PLATFORM:PYTHON, e.g. "
+        "manylinux_2_28_x86_64:3.12 (its wheels are for another Python than this machine's); "
+        "default: a venv of this interpreter",
+    )
     ap.add_argument(
         "--allow-overwrite",
         default="",
