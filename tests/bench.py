@@ -971,7 +971,7 @@ def main(argv: list[str] | None = None) -> int:
     CWD[0] = scratch
     bench = Bench(a, scratch)
     desc = machine()
-    under_test = run([PY, "-c", "import installer; print(wh.__file__)"], env=bench.env)
+    under_test = run([PY, "-c", "import wh; print(wh.__file__)"], env=bench.env)
     desc += f"; wh under test: {Path(under_test.out.strip()).parent}"
     print(f"machine: {desc}", flush=True)
     try:
