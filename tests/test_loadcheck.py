@@ -3,6 +3,7 @@ compiler, packed into wheels and locked by the real `wh`."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 import tomllib
 from wh.app.loadcheck import BuiltAgainst, Unit, check, cuda_major
+from wh.app.loadscan import RECORDS, record_wheelhouse
 from wh.env.platformlibs import for_target
 from wh.install.backend import uv_binary
 from wh.model.target import declared
@@ -232,6 +234,52 @@ def test_a_cuda13_kernel_next_to_a_cuda12_torch_is_refused_with_every_problem(
     assert "load check skipped: CUDA 13 comes from the base image" in r.stdout
     lock = tomllib.loads((tmp_path / "pylock.toml").read_text())["tool"]["wh"]["load-check"]
     assert lock == {"checked": False, "skipped": "CUDA 13 comes from the base image"}
+
+
+@needs_gcc
+def test_a_fetched_wheelhouse_record_stands_for_its_wheel_only_at_that_digest(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`wh fetch` records each wheel's natives in the wheelhouse by sha256; a lock with an
+    empty cache takes a record for the wheel whose digest it names, and reads the wheel
+    where the record names another digest, is of another format or the wheel changed."""
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    tag = "cp310-abi3-manylinux2014_x86_64"
+    kernel = _kernel(house, "0.4.3", {"sgl_kernel/ops.abi3.so": elf["ops13.so"]}, tag)
+    digests = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in house.glob("*.whl")}
+    assert record_wheelhouse(digests) == 3
+    assert record_wheelhouse(digests) == 0  # each recorded once
+    record = house / RECORDS / f"{digests[kernel]}.json"
+    data = json.loads(record.read_text())
+    assert data["sha256"] == digests[kernel]
+    assert Natives.from_json(data["natives"]) == wheel_natives(kernel)
+    # a record that says the kernel needs nothing: a lock that took it locks
+    quiet = {**data, "natives": Natives(wheel_natives(kernel).libraries, ()).to_json()}
+    caches = iter(range(100))
+
+    def lock() -> subprocess.CompletedProcess[str]:
+        monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / f"cache-{next(caches)}"))
+        return _lock(tmp_path, *LINUX, "--allow-missing-library", "libnuma.so.1=on the image")
+
+    record.write_text(json.dumps(quiet))
+    r = lock()
+    assert r.returncode == 0, r.stderr
+    refused = "sglang-kernel 0.4.3: sgl_kernel/ops.abi3.so needs libcudart.so.13"
+    for bad in (
+        {**quiet, "sha256": "0" * 64},
+        {**quiet, "stamp": {**quiet["stamp"], "format": -1}},
+        {"stamp": quiet["stamp"], "sha256": digests[kernel]},
+    ):
+        record.write_text(json.dumps(bad))
+        r = lock()
+        assert r.returncode == 5 and refused in r.stderr, (bad, r.stderr)
+    # the wheel rebuilt in place (new bytes, new digest): the old record is not its record
+    record.write_text(json.dumps(quiet))
+    files = {"sgl_kernel/ops.abi3.so": elf["ops13.so"], "sgl_kernel/extra.py": b"# new\n"}
+    assert _kernel(house, "0.4.3", files, tag) == kernel
+    r = lock()
+    assert r.returncode == 5 and refused in r.stderr, r.stderr
 
 
 @needs_gcc

@@ -502,6 +502,11 @@ def _check_locks(
     house = scan(wheelhouse, hashes=False)
     # a later fetch (or lock) finds these digests instead of hashing the wheels again
     remember_digests({p: d for p, d in report.digests.items() if d})
+    # and what their compiled members need, so that a lock of this wheelhouse on another
+    # machine (a fresh cache) need not inflate them again for its load check
+    from wh.app.loadscan import record_wheelhouse
+
+    record_wheelhouse({p: d for p, d in report.digests.items() if d}, status)
     for target, env in targets:
         status(f"checking that {wheelhouse} locks {profile.name} for {target.description}")
         pins = pins_for(profile, target, env, house)[0]

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -77,13 +78,59 @@ def _cached(sha256: str) -> nat.Natives | None:
     return None
 
 
+# -- the wheelhouse's records, written by `wh fetch` -----------------------------------------
+#
+# ``wh fetch`` leaves, beside the wheels it checked, what each one's compiled members need:
+# RECORDS/<sha256>.json. A lock of that wheelhouse reads a record instead of inflating the
+# wheel's libraries, only when the record names the digest the lock itself computed for the
+# wheel and was written by a reader of the same format and limits; any other record (another
+# digest, another format, unreadable) is ignored and the wheel read. A wheelhouse no fetch
+# made has no records: its wheels are read.
+
+RECORDS = ".wh-natives"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _record_path(wheel: Path, sha256: str) -> Path:
+    return wheel.parent / RECORDS / f"{sha256}.json"
+
+
+def _recorded(wheel: Path, sha256: str) -> nat.Natives | None:
+    if not _SHA256.fullmatch(sha256):
+        return None
+    try:
+        data = json.loads(_record_path(wheel, sha256).read_text(encoding="utf-8"))
+        if data.get("stamp") == _stamp() and data.get("sha256") == sha256:
+            return nat.Natives.from_json(data["natives"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def record_wheelhouse(
+    digests: Mapping[Path, str], status: Callable[[str], None] = lambda m: None
+) -> int:
+    """Write the record of every wheel (``{path: sha256}``, digests checked by the caller)
+    that has none yet; the number written."""
+    todo = [(p, d) for p, d in digests.items() if _SHA256.fullmatch(d) and not _recorded(p, d)]
+    if not todo:
+        return 0
+    status(f"recording what the compiled members of {len(todo)} wheel(s) need ({RECORDS}/)")
+    read = read_many(todo)
+    for path, sha256 in todo:
+        data = {"stamp": _stamp(), "sha256": sha256, "natives": read[path].to_json()}
+        write_json(_record_path(path, sha256), data)
+    return len(todo)
+
+
 def natives_of(path: Path, sha256: str = "") -> nat.Natives:
     """A wheel's natives, from the cache when a wheel of the same digest was read before."""
     return read_many([(path, sha256)])[path]
 
 
 def read_many(wheels: Sequence[tuple[Path, str]]) -> dict[Path, nat.Natives]:
-    """Natives of many wheels: cached ones by digest; the members of the others read on
+    """Natives of many wheels: cached ones by digest (the user's cache, then the
+    wheelhouse's records); the members of the others read on
     all cores at once, largest first (inflating releases the GIL), then cached."""
     out: dict[Path, nat.Natives] = {}
     pending: list[tuple[Path, str, list[nat.Member]]] = []
@@ -91,6 +138,8 @@ def read_many(wheels: Sequence[tuple[Path, str]]) -> dict[Path, nat.Natives]:
         if path in out:
             continue
         cached = _cached(sha256)
+        if cached is None:
+            cached = _recorded(path, sha256)
         if cached is not None:
             out[path] = cached
             continue
