@@ -283,6 +283,46 @@ def test_a_fetched_wheelhouse_record_stands_for_its_wheel_only_at_that_digest(
 
 
 @needs_gcc
+def test_a_relock_of_the_same_wheels_reads_the_cached_result_and_a_change_checks_again(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check's result is cached by what decides it (the wheels' digests, the target,
+    the options): a re-lock takes it (shown by a warning planted in it), a lock with other
+    options or a rebuilt wheel checks again, and the lock is the same bytes either way."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("WH_CACHE_DIR", str(cache))
+    monkeypatch.setenv("WH_NO_LOCK_MEMO", "1")  # resolve again each time: the check runs
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    tag = "cp310-abi3-manylinux2014_x86_64"
+    _kernel(house, "0.4.3", {"sgl_kernel/ops.abi3.so": elf["ops12.so"]}, tag)
+    allow = ("--allow-missing-library", "libhelper.so=on the image")
+    r = _lock(tmp_path, *LINUX, *allow)
+    assert r.returncode == 0, r.stderr
+    first = (tmp_path / "pylock.toml").read_bytes()
+    (entry,) = (cache / "loadcheck").glob("*.json")
+    data = json.loads(entry.read_text())
+    data["report"]["warnings"].append("planted in the cached result")
+    entry.write_text(json.dumps(data))
+    r = _lock(tmp_path, *LINUX, *allow)
+    assert r.returncode == 0 and "planted in the cached result" in r.stdout + r.stderr
+    data["report"]["warnings"].pop()
+    entry.write_text(json.dumps(data))
+    r = _lock(tmp_path, *LINUX, *allow)
+    assert r.returncode == 0 and (tmp_path / "pylock.toml").read_bytes() == first
+    # another reason for the same library: checked again, the new reason in the lock
+    r = _lock(tmp_path, *LINUX, "--allow-missing-library", "libhelper.so=from the base image")
+    assert r.returncode == 0 and "from the base image" in (tmp_path / "pylock.toml").read_text()
+    assert len(list((cache / "loadcheck").glob("*.json"))) == 2
+    # the kernel rebuilt for CUDA 13: a new digest, checked again, refused
+    _kernel(house, "0.4.3", {"sgl_kernel/ops.abi3.so": elf["ops13.so"]}, tag)
+    r = _lock(tmp_path, *LINUX, *allow)
+    assert r.returncode == 5 and "needs libcudart.so.13" in r.stderr, r.stderr
+    r = _lock(tmp_path, *LINUX, *allow)  # the refusal is cached too, with every problem
+    assert r.returncode == 5 and "needs libcudart.so.13" in r.stderr, r.stderr
+
+
+@needs_gcc
 def test_a_symbol_version_past_the_targets_manylinux_policy_is_refused(
     tmp_path: Path, elf: dict[str, bytes]
 ) -> None:

@@ -220,6 +220,130 @@ def lock_check(
     """Check the resolution; raise ``LoadCheckError`` with every problem. None: skipped."""
     if options.skip is not None:
         return None
+    key = _report_key(resolution, target, env, wheels, digests, records, options)
+    report = _cached_report(key)
+    if report is None:
+        report = _lock_check(resolution, target, env, wheels, digests, records, options)
+        if key:
+            write_json(_report_path(key), {"key": key, "report": report.to_cache()})
+    if report.problems:
+        raise LoadCheckError(report.problems, report.platform)
+    return report
+
+
+# -- the result cache: a re-lock of the same wheels for the same target reads one file -------
+
+_CHECK_CODE = ("app/loadcheck.py", "app/loadscan.py", "env/platformlibs.py", "wheel/natives.py")
+
+
+def _report_path(key: str) -> Path:
+    return cache_dir() / "loadcheck" / f"{key}.json"
+
+
+def _cached_report(key: str) -> LoadReport | None:
+    if not key:
+        return None
+    try:
+        data = json.loads(_report_path(key).read_text(encoding="utf-8"))
+        if data.get("key") == key:
+            return LoadReport.from_cache(data["report"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _report_key(
+    resolution: Resolution,
+    target: Target,
+    env: Environment | None,
+    wheels: Sequence[Wheel],
+    digests: Mapping[Path, str],
+    records: Mapping[str, Mapping[str, Any]],
+    options: LoadOptions,
+) -> str:
+    """What decides the check's result, hashed: every unit's identity (a wheel by its
+    sha256, an installed distribution by its RECORD's size and time), the target (a live
+    one with what its loader finds), the options and the check's own code and data. ""
+    where a wheel has no digest yet (nothing is cached then)."""
+    import hashlib
+
+    import wh
+
+    root = Path(wh.__file__).parent
+    code: list[Any] = [_FORMAT, nat.LIMITS]
+    for rel in (*_CHECK_CODE, "data/platform.json"):
+        st = (root / rel).stat()
+        code.append([rel, st.st_size, st.st_mtime_ns])
+    units: list[Any] = []
+    for name, chosen in sorted(resolution.packages.items()):
+        origin = "protected" if name in resolution.pins else "locked"
+        w = chosen.candidate.wheel
+        if w is not None:
+            digest = digests.get(w.path, w.sha256)
+            if not digest:
+                return ""
+            units.append([name, str(w.version), origin, w.filename, digest])
+            units.append(records.get(w.filename))
+        elif env is not None and name in env.dists:
+            dist = env.dists[name]
+            stamp = _files_stamp(dist.dist_info, ("RECORD", "METADATA"))
+            units.append([name, str(dist.version), origin, "installed", stamp])
+        else:
+            units.append([name, str(chosen.candidate.version), origin])
+    pins: list[Any] = []
+    for name, pin in sorted(resolution.pins.items()):
+        pins.append([name, str(pin.version)])
+        if env is not None and name in env.dists:
+            continue
+        same = [
+            w
+            for w in wheels
+            if w.name == name and w.version == pin.version and target.wheel_rank(w.tags) is not None
+        ]
+        if same:  # its wheel is read (see _lock_check)
+            if not same[0].sha256:
+                return ""
+            pins.append([same[0].filename, same[0].sha256])
+    outside = None
+    if env is not None and "torch" in env.dists:
+        outside = str(env.dists[NormalizedName("torch")].version)
+    plat: list[Any] = [
+        target.description,
+        target.python_full_version,
+        sorted(target.markers.items()),
+        [str(t) for t in target.tags],
+    ]
+    if env is not None:
+        plat.append(sorted(platform_for(target, env).found.items()))
+    blob = json.dumps(
+        [code, units, pins, outside, plat, sorted(options.allow_missing.items())],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _files_stamp(folder: Path | None, names: Sequence[str]) -> list[Any]:
+    """Each file's size and time (None for one that cannot be read)."""
+    out: list[Any] = []
+    for n in names:
+        try:
+            st = (folder / n).stat() if folder is not None else None
+        except OSError:
+            st = None
+        out.append([n, st.st_size, st.st_mtime_ns] if st is not None else None)
+    return [str(folder), out]
+
+
+def _lock_check(
+    resolution: Resolution,
+    target: Target,
+    env: Environment | None,
+    wheels: Sequence[Wheel],
+    digests: Mapping[Path, str],
+    records: Mapping[str, Mapping[str, Any]],
+    options: LoadOptions,
+) -> LoadReport:
     units: list[Unit] = []
     todo: list[tuple[Path, str]] = []
     chosen_wheels: dict[NormalizedName, Wheel] = {}
@@ -270,10 +394,7 @@ def lock_check(
         dist = env.dists[NormalizedName("torch")]
         origin = "protected" if "torch" in resolution.pins else "installed, outside the lock"
         outside = Unit(NormalizedName("torch"), str(dist.version), origin, None)
-    report = check(units, platform_for(target, env), options.allow_missing, outside)
-    if report.problems:
-        raise LoadCheckError(report.problems, report.platform)
-    return report
+    return check(units, platform_for(target, env), options.allow_missing, outside)
 
 
 def lock_record(report: LoadReport | None, options: LoadOptions) -> dict[str, Any]:
