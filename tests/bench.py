@@ -457,6 +457,40 @@ class Bench:
             wh_cu,
             "target <= 1.2x",
         )
+        # `wh fetch` records what each wheel's compiled members need (.wh-natives/); a
+        # wheelhouse made another way has no records: its cold lock inflates the libraries
+        records = folder / ".wh-natives"
+        if records.is_dir():
+            aside = folder / ".wh-natives.bench-aside"
+
+            def wh_cold_unrecorded(i: int) -> Run:
+                cache = self.tmp("whcache")
+                cmd = self.wh(
+                    "lock",
+                    *rflags,
+                    "--wheelhouse",
+                    folder,
+                    *tflags,
+                    "--lockfile",
+                    self.work / "unrecorded.toml",
+                )
+                records.rename(aside)
+                try:
+                    return run(cmd, env=self.wh_env(cache), after=lambda: shutil.rmtree(cache))
+                finally:
+                    aside.rename(records)
+
+            wh_cn = rep.add(
+                section,
+                "wh lock, cold, the wheelhouse without fetch's records",
+                repeat(a.repeat, wh_cold_unrecorded),
+            )
+            rep.ratio(
+                f"{label}: cold wh lock without records / the same without the load check",
+                wh_cn,
+                wh_cu,
+                "target <= 1.2x",
+            )
         # a re-lock that resolves again (memo off): the load check from its digest cache
         relock = self.wh("lock", *rflags, "--wheelhouse", folder, *tflags, "--lockfile", lockfile)
         wh_r = rep.add(
@@ -522,6 +556,8 @@ class Bench:
                 repeat(a.repeat_warm, lambda i: run(declared, env=self.wh_env(warm_cache))),
             )
             del wh_wd
+        if a.skip_uv:
+            return lockfile, warm_cache
         req_in = self.work / f"{label}.in"
         req_in.write_text("\n".join(roots) + "\n")
         uv_caches: list[Path] = []
@@ -928,6 +964,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--skip-synth", action="store_true")
     ap.add_argument("--skip-pip", action="store_true")
+    ap.add_argument(
+        "--skip-uv", action="store_true", help="no uv pip compile rows in the lock sections"
+    )
     ap.add_argument(
         "--install-states",
         default="cold,warm",
