@@ -143,7 +143,7 @@ class LoadReport:
     def from_cache(cls, data: Mapping[str, Any]) -> LoadReport:
         return cls(
             str(data["platform"]),
-            tuple(Met(str(a), str(b), str(c), str(d), bool(e)) for a, b, c, d, e in data["met"]),
+            tuple(Met(*row) for row in data["met"]),  # wh's own cache: its rows as written
             tuple(
                 LoadProblem(
                     str(p["kind"]),
