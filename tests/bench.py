@@ -428,9 +428,6 @@ class Bench:
             cmd = self.wh("lock", *rflags, "--wheelhouse", folder, *tflags, "--lockfile", lockfile)
             return run(cmd, env=self.wh_env(cache))
 
-        wh_c = rep.add(section, "wh lock, cold (empty scan cache)", repeat(a.repeat, wh_cold), note)
-        warm_cache = caches[-1]
-
         def wh_cold_unchecked(i: int) -> Run:
             cache = self.tmp("whcache")
             cmd = self.wh(
@@ -446,17 +443,6 @@ class Bench:
             )
             return run(cmd, env=self.wh_env(cache), after=lambda: shutil.rmtree(cache))
 
-        wh_cu = rep.add(
-            section,
-            "wh lock, cold, --skip-load-check (no load check)",
-            repeat(a.repeat, wh_cold_unchecked),
-        )
-        rep.ratio(
-            f"{label}: cold wh lock / the same without the load check",
-            wh_c,
-            wh_cu,
-            "target <= 1.2x",
-        )
         # `wh fetch` records what each wheel's compiled members need (.wh-natives/); a
         # wheelhouse made another way has no records: its cold lock inflates the libraries
         records = folder / ".wh-natives"
@@ -480,37 +466,50 @@ class Bench:
                 finally:
                     aside.rename(records)
 
-            wh_cn = rep.add(
-                section,
-                "wh lock, cold, the wheelhouse without fetch's records",
-                repeat(a.repeat, wh_cold_unrecorded),
+        # the cold rows' runs alternate, so that a change in the machine's load falls on each
+        cold: list[tuple[str, Callable[[int], Run], list[Run]]] = [
+            ("wh lock, cold (empty scan cache)", wh_cold, []),
+            ("wh lock, cold, --skip-load-check (no load check)", wh_cold_unchecked, []),
+        ]
+        if records.is_dir():
+            cold.append(
+                ("wh lock, cold, the wheelhouse without fetch's records", wh_cold_unrecorded, [])
             )
+        for i in range(a.repeat):
+            for _what, fn, runs in cold:
+                runs.append(fn(i))
+        wh_c, wh_cu, *wh_cn = (
+            rep.add(section, what, runs, note if fn is wh_cold else "") for what, fn, runs in cold
+        )
+        warm_cache = caches[-1]
+        rep.ratio(
+            f"{label}: cold wh lock / the same without the load check",
+            wh_c,
+            wh_cu,
+            "target <= 1.2x",
+        )
+        for row in wh_cn:
             rep.ratio(
                 f"{label}: cold wh lock without records / the same without the load check",
-                wh_cn,
+                row,
                 wh_cu,
                 "target <= 1.2x",
             )
         # a re-lock that resolves again (memo off): the load check from its digest cache
         relock = self.wh("lock", *rflags, "--wheelhouse", folder, *tflags, "--lockfile", lockfile)
+        warm_env = self.wh_env(warm_cache, WH_NO_LOCK_MEMO="1")
+        unchecked = [*relock[:-1], self.work / "unchecked.toml", "--skip-load-check", "bench"]
+        relock_runs: tuple[list[Run], list[Run]] = ([], [])
+        for _ in range(a.repeat_warm):  # alternated, as the cold rows
+            relock_runs[0].append(run(relock, env=warm_env))
+            relock_runs[1].append(run(unchecked, env=warm_env))
         wh_r = rep.add(
             section,
-            "wh lock, warm caches, lock memo off (resolves; natives cached)",
-            repeat(
-                a.repeat_warm,
-                lambda i: run(relock, env=self.wh_env(warm_cache, WH_NO_LOCK_MEMO="1")),
-            ),
+            "wh lock, warm caches, lock memo off (resolves; check result cached)",
+            relock_runs[0],
         )
         wh_ru = rep.add(
-            section,
-            "wh lock, warm caches, lock memo off, --skip-load-check",
-            repeat(
-                a.repeat_warm,
-                lambda i: run(
-                    [*relock[:-1], self.work / "unchecked.toml", "--skip-load-check", "bench"],
-                    env=self.wh_env(warm_cache, WH_NO_LOCK_MEMO="1"),
-                ),
-            ),
+            section, "wh lock, warm caches, lock memo off, --skip-load-check", relock_runs[1]
         )
         print(
             f"  => {label}: the cached load check adds {wh_r.best - wh_ru.best:.3f} s to a "
