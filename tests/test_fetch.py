@@ -23,6 +23,7 @@ from wh.airgap.indexclient import parse_html_page, parse_json_page
 from wh.airgap.rangemeta import TAIL, metadata_from_ranges
 from wh.airgap.simpleindex import build_index, core_metadata
 from wh.app.fetch import fetch, parse_index_option
+from wh.app.loadscan import RECORDS
 from wh.cli.main import cli
 from wh.errors import ProfileError
 from wh.model.manifest import Manifest
@@ -69,9 +70,11 @@ def test_fetch_backtracks_downloads_exactly_the_closure_and_locks(tmp_path: Path
         "torch-2.9.1-cp312-cp312-win_amd64.whl",
         "vision-0.24-cp312-cp312-win_amd64.whl",
     ]
-    assert sorted(p.name for p in house.iterdir()) == sorted(report.downloaded)
+    assert sorted(p.name for p in house.iterdir()) == sorted([*report.downloaded, RECORDS])
     for e in report.closure:  # each wheel is the index's file, by sha256
         assert hashlib.sha256((house / e.filename).read_bytes()).hexdigest() == e.sha256
+        # with what its compiled members need recorded, for a lock's load check
+        assert json.loads((house / RECORDS / f"{e.sha256}.json").read_text())["sha256"] == e.sha256
     assert [(d.by, d.requirement) for _t, d in report.dropped] == [
         ("app 1.0", "saver==0.0.9"),
         ("app 1.0", "uvloop"),

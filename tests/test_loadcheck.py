@@ -3,6 +3,7 @@ compiler, packed into wheels and locked by the real `wh`."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 import tomllib
 from wh.app.loadcheck import BuiltAgainst, Unit, check, cuda_major
+from wh.app.loadscan import RECORDS, record_wheelhouse
 from wh.env.platformlibs import for_target
 from wh.install.backend import uv_binary
 from wh.model.target import declared
@@ -232,6 +234,92 @@ def test_a_cuda13_kernel_next_to_a_cuda12_torch_is_refused_with_every_problem(
     assert "load check skipped: CUDA 13 comes from the base image" in r.stdout
     lock = tomllib.loads((tmp_path / "pylock.toml").read_text())["tool"]["wh"]["load-check"]
     assert lock == {"checked": False, "skipped": "CUDA 13 comes from the base image"}
+
+
+@needs_gcc
+def test_a_fetched_wheelhouse_record_stands_for_its_wheel_only_at_that_digest(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`wh fetch` records each wheel's natives in the wheelhouse by sha256; a lock with an
+    empty cache takes a record for the wheel whose digest it names, and reads the wheel
+    where the record names another digest, is of another format or the wheel changed."""
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    tag = "cp310-abi3-manylinux2014_x86_64"
+    kernel = _kernel(house, "0.4.3", {"sgl_kernel/ops.abi3.so": elf["ops13.so"]}, tag)
+    digests = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in house.glob("*.whl")}
+    assert record_wheelhouse(digests) == 3
+    assert record_wheelhouse(digests) == 0  # each recorded once
+    record = house / RECORDS / f"{digests[kernel]}.json"
+    data = json.loads(record.read_text())
+    assert data["sha256"] == digests[kernel]
+    assert Natives.from_json(data["natives"]) == wheel_natives(kernel)
+    # a record that says the kernel needs nothing: a lock that took it locks
+    quiet = {**data, "natives": Natives(wheel_natives(kernel).libraries, ()).to_json()}
+    caches = iter(range(100))
+
+    def lock() -> subprocess.CompletedProcess[str]:
+        monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / f"cache-{next(caches)}"))
+        return _lock(tmp_path, *LINUX, "--allow-missing-library", "libnuma.so.1=on the image")
+
+    record.write_text(json.dumps(quiet))
+    r = lock()
+    assert r.returncode == 0, r.stderr
+    refused = "sglang-kernel 0.4.3: sgl_kernel/ops.abi3.so needs libcudart.so.13"
+    for bad in (
+        {**quiet, "sha256": "0" * 64},
+        {**quiet, "stamp": {**quiet["stamp"], "format": -1}},
+        {"stamp": quiet["stamp"], "sha256": digests[kernel]},
+    ):
+        record.write_text(json.dumps(bad))
+        r = lock()
+        assert r.returncode == 5 and refused in r.stderr, (bad, r.stderr)
+    # the wheel rebuilt in place (new bytes, new digest): the old record is not its record
+    record.write_text(json.dumps(quiet))
+    files = {"sgl_kernel/ops.abi3.so": elf["ops13.so"], "sgl_kernel/extra.py": b"# new\n"}
+    assert _kernel(house, "0.4.3", files, tag) == kernel
+    r = lock()
+    assert r.returncode == 5 and refused in r.stderr, r.stderr
+
+
+@needs_gcc
+def test_a_relock_of_the_same_wheels_reads_the_cached_result_and_a_change_checks_again(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check's result is cached by what decides it (the wheels' digests, the target,
+    the options): a re-lock takes it (shown by a warning planted in it), a lock with other
+    options or a rebuilt wheel checks again, and the lock is the same bytes either way."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("WH_CACHE_DIR", str(cache))
+    monkeypatch.setenv("WH_NO_LOCK_MEMO", "1")  # resolve again each time: the check runs
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    tag = "cp310-abi3-manylinux2014_x86_64"
+    _kernel(house, "0.4.3", {"sgl_kernel/ops.abi3.so": elf["ops12.so"]}, tag)
+    allow = ("--allow-missing-library", "libhelper.so=on the image")
+    r = _lock(tmp_path, *LINUX, *allow)
+    assert r.returncode == 0, r.stderr
+    first = (tmp_path / "pylock.toml").read_bytes()
+    (entry,) = (cache / "loadcheck").glob("*.json")
+    data = json.loads(entry.read_text())
+    data["report"]["warnings"].append("planted in the cached result")
+    entry.write_text(json.dumps(data))
+    r = _lock(tmp_path, *LINUX, *allow)
+    assert r.returncode == 0 and "planted in the cached result" in r.stdout + r.stderr
+    data["report"]["warnings"].pop()
+    entry.write_text(json.dumps(data))
+    r = _lock(tmp_path, *LINUX, *allow)
+    assert r.returncode == 0 and (tmp_path / "pylock.toml").read_bytes() == first
+    # another reason for the same library: checked again, the new reason in the lock
+    r = _lock(tmp_path, *LINUX, "--allow-missing-library", "libhelper.so=from the base image")
+    assert r.returncode == 0 and "from the base image" in (tmp_path / "pylock.toml").read_text()
+    assert len(list((cache / "loadcheck").glob("*.json"))) == 2
+    # the kernel rebuilt for CUDA 13: a new digest, checked again, refused
+    _kernel(house, "0.4.3", {"sgl_kernel/ops.abi3.so": elf["ops13.so"]}, tag)
+    r = _lock(tmp_path, *LINUX, *allow)
+    assert r.returncode == 5 and "needs libcudart.so.13" in r.stderr, r.stderr
+    r = _lock(tmp_path, *LINUX, *allow)  # the refusal is cached too, with every problem
+    assert r.returncode == 5 and "needs libcudart.so.13" in r.stderr, r.stderr
 
 
 @needs_gcc

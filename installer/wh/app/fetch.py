@@ -28,6 +28,7 @@ from wh.airgap import fetchmemo
 from wh.airgap.indexclient import Http, IndexClient, RemoteFile, configured_index
 from wh.airgap.remotesource import RemoteWheel, Source
 from wh.app.hooks import TargetSpec
+from wh.app.loadscan import record_wheelhouse
 from wh.env.environment import Environment
 from wh.errors import ProfileError, ResolutionError, WheelhouseError
 from wh.hashing import sha256_many
@@ -545,6 +546,9 @@ def _check_locks(
     house = scan(wheelhouse, hashes=False)
     # a later fetch (or lock) finds these digests instead of hashing the wheels again
     remember_digests({p: d for p, d in report.digests.items() if d})
+    # and what their compiled members need, so that a lock of this wheelhouse on another
+    # machine (a fresh cache) need not inflate them again for its load check
+    record_wheelhouse({p: d for p, d in report.digests.items() if d})
     for target, env in targets:
         progress.status(
             f"checking that {wheelhouse} locks {manifest.profile.name} for {target.description}"

@@ -128,6 +128,40 @@ class LoadReport:
             ],
         }
 
+    def to_cache(self) -> dict[str, Any]:
+        """Everything, for the result cache (``from_cache`` gives an equal report)."""
+        return {
+            "platform": self.platform,
+            "binaries": self.binaries,
+            "met": [[m.package, m.member, m.library, m.by, m.delay] for m in self.met],
+            "problems": [p.to_json() for p in self.problems],
+            "warnings": list(self.warnings),
+            "allowed": [list(a) for a in self.allowed],
+        }
+
+    @classmethod
+    def from_cache(cls, data: Mapping[str, Any]) -> LoadReport:
+        return cls(
+            str(data["platform"]),
+            tuple(Met(*row) for row in data["met"]),  # wh's own cache: its rows as written
+            tuple(
+                LoadProblem(
+                    str(p["kind"]),
+                    str(p["package"]),
+                    str(p["member"]),
+                    str(p["subject"]),
+                    str(p["message"]),
+                    tuple(p["instead"]),
+                    tuple(p["fixes"]),
+                    str(p["wheel"]),
+                )
+                for p in data["problems"]
+            ),
+            tuple(str(w) for w in data["warnings"]),
+            tuple((str(a), str(b), str(c)) for a, b, c in data["allowed"]),
+            int(data["binaries"]),
+        )
+
 
 @dataclass
 class _Index:

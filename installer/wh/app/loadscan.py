@@ -5,8 +5,10 @@ over the installed files."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import zipfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.utils import NormalizedName
 
+import wh
+from wh import progress
 from wh.app.loadcheck import BuiltAgainst, LoadProblem, LoadReport, Unit, check
 from wh.app.verify import Finding, FindingKind
 from wh.cache.stamps import write_json
@@ -84,13 +88,61 @@ def _cached(sha256: str) -> nat.Natives | None:
     return None
 
 
+# -- the wheelhouse's records, written by `wh fetch` -----------------------------------------
+#
+# ``wh fetch`` leaves, beside the wheels it checked, what each one's compiled members need:
+# RECORDS/<sha256>.json. A lock of that wheelhouse reads a record instead of inflating the
+# wheel's libraries, only when the record names the digest the lock itself computed for the
+# wheel and was written by a reader of the same format and limits; any other record (another
+# digest, another format, unreadable) is ignored and the wheel read. A wheelhouse no fetch
+# made has no records: its wheels are read.
+
+RECORDS = ".wh-natives"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _record_path(wheel: Path, sha256: str) -> Path:
+    return wheel.parent / RECORDS / f"{sha256}.json"
+
+
+def _recorded(wheel: Path, sha256: str) -> nat.Natives | None:
+    if not _SHA256.fullmatch(sha256):
+        return None
+    try:
+        data = json.loads(_record_path(wheel, sha256).read_text(encoding="utf-8"))
+        if data.get("stamp") == _stamp() and data.get("sha256") == sha256:
+            return nat.Natives.from_json(data["natives"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def record_wheelhouse(
+    digests: Mapping[Path, str],
+) -> int:
+    """Write the record of every wheel (``{path: sha256}``, digests checked by the caller)
+    that has none yet; the number written."""
+    todo = [(p, d) for p, d in digests.items() if _SHA256.fullmatch(d) and not _recorded(p, d)]
+    if not todo:
+        return 0
+    progress.status(
+        f"recording what the compiled members of {len(todo)} wheel(s) need ({RECORDS}/)"
+    )
+    read = read_many(todo)
+    for path, sha256 in todo:
+        data = {"stamp": _stamp(), "sha256": sha256, "natives": read[path].to_json()}
+        write_json(_record_path(path, sha256), data)
+    return len(todo)
+
+
 def natives_of(path: Path, sha256: str = "") -> nat.Natives:
     """A wheel's natives, from the cache when a wheel of the same digest was read before."""
     return read_many([(path, sha256)])[path]
 
 
 def read_many(wheels: Sequence[tuple[Path, str]]) -> dict[Path, nat.Natives]:
-    """Natives of many wheels: cached ones by digest; the members of the others read on
+    """Natives of many wheels: cached ones by digest (the user's cache, then the
+    wheelhouse's records); the members of the others read on
     all cores at once, largest first (inflating releases the GIL), then cached."""
     out: dict[Path, nat.Natives] = {}
     pending: list[tuple[Path, str, list[nat.Member]]] = []
@@ -98,6 +150,8 @@ def read_many(wheels: Sequence[tuple[Path, str]]) -> dict[Path, nat.Natives]:
         if path in out:
             continue
         cached = _cached(sha256)
+        if cached is None:
+            cached = _recorded(path, sha256)
         if cached is not None:
             out[path] = cached
             continue
@@ -165,6 +219,127 @@ def lock_check(
     """Check the resolution; raise ``LoadCheckError`` with every problem. None: skipped."""
     if options.skip is not None:
         return None
+    key = _report_key(resolution, target, env, wheels, digests, records, options)
+    report = _cached_report(key)
+    if report is None:
+        report = _lock_check(resolution, target, env, wheels, digests, records, options)
+        if key:
+            write_json(_report_path(key), {"key": key, "report": report.to_cache()})
+    if report.problems:
+        raise LoadCheckError(report.problems, report.platform)
+    return report
+
+
+# -- the result cache: a re-lock of the same wheels for the same target reads one file -------
+
+_CHECK_CODE = ("app/loadcheck.py", "app/loadscan.py", "env/platformlibs.py", "wheel/natives.py")
+
+
+def _report_path(key: str) -> Path:
+    return cache_dir() / "loadcheck" / f"{key}.json"
+
+
+def _cached_report(key: str) -> LoadReport | None:
+    if not key:
+        return None
+    try:
+        data = json.loads(_report_path(key).read_text(encoding="utf-8"))
+        if data.get("key") == key:
+            return LoadReport.from_cache(data["report"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _report_key(
+    resolution: Resolution,
+    target: Target,
+    env: Environment | None,
+    wheels: Sequence[Wheel],
+    digests: Mapping[Path, str],
+    records: Mapping[str, BuildRecord],
+    options: LoadOptions,
+) -> str:
+    """What decides the check's result, hashed: every unit's identity (a wheel by its
+    sha256, an installed distribution by its RECORD's size and time), the target (a live
+    one with what its loader finds), the options and the check's own code and data. ""
+    where a wheel has no digest yet (nothing is cached then)."""
+    root = Path(wh.__file__).parent
+    code: list[Any] = [_FORMAT, nat.LIMITS]
+    for rel in (*_CHECK_CODE, "data/platform.json"):
+        st = (root / rel).stat()
+        code.append([rel, st.st_size, st.st_mtime_ns])
+    units: list[Any] = []
+    for name, chosen in sorted(resolution.packages.items()):
+        origin = "protected" if name in resolution.pins else "locked"
+        w = chosen.candidate.wheel
+        if w is not None:
+            digest = digests.get(w.path, w.sha256)
+            if not digest:
+                return ""
+            units.append([name, str(w.version), origin, w.filename, digest])
+            record = records.get(w.filename)
+            units.append(dict(record.data) if record is not None else None)
+        elif env is not None and name in env.dists:
+            dist = env.dists[name]
+            stamp = _files_stamp(dist.dist_info, ("RECORD", "METADATA"))
+            units.append([name, str(dist.version), origin, "installed", stamp])
+        else:
+            units.append([name, str(chosen.candidate.version), origin])
+    pins: list[Any] = []
+    for name, pin in sorted(resolution.pins.items()):
+        pins.append([name, str(pin.version)])
+        if env is not None and name in env.dists:
+            continue
+        same = [
+            w
+            for w in wheels
+            if w.name == name and w.version == pin.version and target.wheel_rank(w.tags) is not None
+        ]
+        if same:  # its wheel is read (see _lock_check)
+            if not same[0].sha256:
+                return ""
+            pins.append([same[0].filename, same[0].sha256])
+    outside = None
+    if env is not None and "torch" in env.dists:
+        outside = str(env.dists[NormalizedName("torch")].version)
+    plat: list[Any] = [
+        target.description,
+        target.python_full_version,
+        sorted(target.markers.items()),
+        [str(t) for t in target.tags],
+    ]
+    if env is not None:
+        plat.append(sorted(platform_for(target, env).found.items()))
+    blob = json.dumps(
+        [code, units, pins, outside, plat, sorted(options.allow_missing.items())],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _files_stamp(folder: Path | None, names: Sequence[str]) -> list[Any]:
+    """Each file's size and time (None for one that cannot be read)."""
+    out: list[Any] = []
+    for n in names:
+        try:
+            st = (folder / n).stat() if folder is not None else None
+        except OSError:
+            st = None
+        out.append([n, st.st_size, st.st_mtime_ns] if st is not None else None)
+    return [str(folder), out]
+
+
+def _lock_check(
+    resolution: Resolution,
+    target: Target,
+    env: Environment | None,
+    wheels: Sequence[Wheel],
+    digests: Mapping[Path, str],
+    records: Mapping[str, BuildRecord],
+    options: LoadOptions,
+) -> LoadReport:
     units: list[Unit] = []
     todo: list[tuple[Path, str]] = []
     chosen_wheels: dict[NormalizedName, Wheel] = {}
@@ -215,10 +390,7 @@ def lock_check(
         dist = env.dists[NormalizedName("torch")]
         origin = "protected" if "torch" in resolution.pins else "installed, outside the lock"
         outside = Unit(NormalizedName("torch"), str(dist.version), origin, None)
-    report = check(units, platform_for(target, env), options.allow_missing, outside)
-    if report.problems:
-        raise LoadCheckError(report.problems, report.platform)
-    return report
+    return check(units, platform_for(target, env), options.allow_missing, outside)
 
 
 def lock_record(report: LoadReport | None, options: LoadOptions) -> LoadCheck:

@@ -34,8 +34,11 @@ MAX_STRTAB = 64 << 20  # a dynamic string table larger than this is refused
 MAX_VERNEED = 4096  # version-need records (files and versions each)
 MAX_NEEDED = 4096  # DT_NEEDED entries / imported DLLs
 MAX_MEMBER = 8 << 30  # a member declaring more than 8 GiB uncompressed is refused
-CHUNK = 1 << 20
+CHUNK = 256 << 10  # bytes inflated per read: a buffer that stays in the CPU cache and a small heap
 VERNEED_WINDOW = 64 << 10  # bytes kept from DT_VERNEED (records of ~100 libraries)
+HEAD = 64 << 10  # bytes kept first from an ELF member: its header and program headers
+STRTAB_WHOLE = 256 << 10  # a dynamic string table up to this size is kept whole
+STRING_WINDOW = 4 << 10  # bytes kept at each string a need names (grown while no NUL)
 
 LIMITS = {
     "prefix": PREFIX,
@@ -121,6 +124,9 @@ class Natives:
         )
 
 
+Bytes = bytes | bytearray  # kept ranges stay the bytearrays they were read into: a copy doubles
+
+
 class _Unreadable(Exception):
     """A binary asks for bytes wh does not keep, or declares a size past ``LIMITS``."""
 
@@ -133,9 +139,9 @@ class _Sparse(io.RawIOBase):
     ELF header (``head``) shadows the first bytes of the kept data.
     """
 
-    def __init__(self, size: int, ranges: dict[int, bytes], head: bytes = b"") -> None:
+    def __init__(self, size: int, ranges: dict[int, Bytes], head: bytes = b"") -> None:
         self._size = size
-        self._ranges: dict[int, bytes | memoryview] = dict(ranges)
+        self._ranges: dict[int, Bytes | memoryview] = dict(ranges)
         if head:
             first = ranges.get(0, b"")
             self._ranges[0] = head
@@ -184,59 +190,98 @@ class _Missing(Exception):
         super().__init__(f"bytes {offset}..{offset + size} not kept")
 
 
+class _Cursor:
+    """One forward pass over a member: its stream and how far it has read."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f = f
+        self.pos = 0
+
+
 class _Stream:
-    """Inflates one member forwards, keeping wanted ranges; re-opens it only when a range
-    lies behind what was already inflated. A seekable stream (an installed file) is read
+    """Inflates one member forwards, keeping wanted ranges. A range behind what was already
+    inflated is read by a second pass from the start, while the first pass stays where it
+    is for ranges further on (a library whose string table was moved to its end has its
+    version needs near the start and its string table past the dynamic segment: each pass
+    then inflates only up to its own range). A seekable stream (an installed file) is read
     at the ranges only."""
+
+    PASSES = 2  # forward passes open at once
 
     def __init__(self, open_member: Callable[[], IO[bytes]]) -> None:
         self._open = open_member
-        self._f: IO[bytes] | None = None
-        self._pos = 0
+        self._cursors: list[_Cursor] = []
 
-    def keep(self, wanted: list[tuple[int, int]]) -> dict[int, bytes]:
+    def keep(self, wanted: list[tuple[int, int]]) -> dict[int, Bytes]:
         """The bytes of each ``(offset, size)`` range (shorter where the member ends)."""
         wanted = sorted((o, s) for o, s in wanted if s > 0)
         if not wanted:
             return {}
-        if self._f is None:
-            self._f = self._open()
-            self._pos = 0
-        if self._f.seekable():  # an installed file: read the ranges, skip the rest
-            out: dict[int, bytes] = {}
+        if not self._cursors:
+            self._cursors.append(_Cursor(self._open()))
+        first = self._cursors[0].f
+        if first.seekable():  # an installed file: read the ranges, skip the rest
+            out: dict[int, Bytes] = {}
             for o, s in wanted:
-                self._f.seek(o)
-                out[o] = self._f.read(s)
+                first.seek(o)
+                out[o] = first.read(s)
             return out
-        if wanted[0][0] < self._pos:
-            self.close()
-            self._f = self._open()
-            self._pos = 0
-        end = max(o + s for o, s in wanted)
-        # each range's buffer allocated once at its size: growing one copies it
-        bufs = {o: bytearray(s) for o, s in wanted}
-        filled = dict.fromkeys(bufs, 0)
-        while self._pos < end:
-            chunk = self._f.read(min(CHUNK, end - self._pos))
+        # overlapping ranges are read as one span, each range a slice of it
+        spans: list[list[int]] = []
+        for o, s in wanted:
+            if spans and o <= spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], o + s)
+            else:
+                spans.append([o, o + s])
+        got: dict[int, bytearray] = {}
+        for lo, hi in spans:
+            got[lo] = self._read(self._cursor(lo), lo, hi - lo)
+        out = {}
+        for o, s in wanted:
+            lo = max(x for x in got if x <= o)
+            span = got[lo]
+            out[o] = span if (o, s) == (lo, len(span)) else bytes(span[o - lo : o - lo + s])
+        return out
+
+    def _cursor(self, offset: int) -> _Cursor:
+        """The pass that reaches ``offset`` soonest: the one nearest before it, else a new
+        pass from the start (replacing the pass furthest behind when all are open)."""
+        before = [c for c in self._cursors if c.pos <= offset]
+        if before:
+            return max(before, key=lambda c: c.pos)
+        if len(self._cursors) >= self.PASSES:
+            old = min(self._cursors, key=lambda c: c.pos)
+            old.f.close()
+            self._cursors.remove(old)
+        c = _Cursor(self._open())
+        self._cursors.append(c)
+        return c
+
+    @staticmethod
+    def _read(c: _Cursor, offset: int, size: int) -> bytearray:
+        """Inflate forwards to ``offset + size``, keeping that range (allocated once at its
+        size: growing a buffer copies it)."""
+        buf = bytearray(size)
+        filled = 0
+        end = offset + size
+        while c.pos < end:
+            chunk = c.f.read(min(CHUNK, end - c.pos))
             if not chunk:
                 break
-            cend = self._pos + len(chunk)
-            view = memoryview(chunk)
-            for o, s in wanted:
-                lo, hi = max(o, self._pos), min(o + s, cend)
-                if lo < hi:
-                    bufs[o][lo - o : hi - o] = view[lo - self._pos : hi - self._pos]
-                    filled[o] = hi - o
-            self._pos = cend
-        for o, n in filled.items():
-            if n < len(bufs[o]):  # the member ended first
-                del bufs[o][n:]
-        return dict(bufs)  # type: ignore[arg-type]  # bytearrays: a bytes copy doubles the peak
+            cend = c.pos + len(chunk)
+            lo, hi = max(offset, c.pos), min(end, cend)
+            if lo < hi:
+                buf[lo - offset : hi - offset] = memoryview(chunk)[lo - c.pos : hi - c.pos]
+                filled = hi - offset
+            c.pos = cend
+        if filled < size:  # the member ended first
+            del buf[filled:]
+        return buf
 
     def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
+        for c in self._cursors:
+            c.f.close()
+        self._cursors = []
 
 
 def _read_refusing(
@@ -271,16 +316,25 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     from elftools.common.utils import struct_parse
 
     prefix = min(size, PREFIX)
-    kept = stream.keep([(0, prefix)])
+    kept = stream.keep([(0, min(size, HEAD))])
     first = kept.get(0, b"")
     if len(first) < 64 or first[:4] != b"\x7fELF":
         raise _Unreadable("not an ELF file (no ELF magic)")
     head = _hidden_sections(first[:64])
+
+    def more(ranges: list[tuple[int, int]]) -> Any:
+        """Keep the ranges not kept yet; the ELF file over everything kept."""
+        missing = [(o, n) for o, n in ranges if not _covered(kept, o, n)]
+        if missing:
+            kept.update(stream.keep(missing))
+        return _elf(_Sparse(size, kept, head))
+
     elf = _elf(_Sparse(size, kept, head))
     machine = str(elf["e_machine"]).removeprefix("EM_").lower()
     phoff, phnum, phsize = elf["e_phoff"], elf["e_phnum"], elf["e_phentsize"]
     if phoff + phnum * phsize > prefix:
         raise _Unreadable(f"program headers at byte {phoff} lie past the first {PREFIX} bytes")
+    elf = more([(phoff, phnum * phsize)])
     segments = [elf.get_segment(i) for i in range(phnum)]
     dyn = [i for i, s in enumerate(segments) if s["p_type"] == "PT_DYNAMIC"]
     if not dyn:  # a static executable or object: it needs nothing from the loader
@@ -288,9 +342,7 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     d_off, d_size = segments[dyn[0]]["p_offset"], segments[dyn[0]]["p_filesz"]
     if d_size > MAX_DYNAMIC or d_off + d_size > size:
         raise _Unreadable(f"dynamic segment of {d_size} bytes at {d_off} is out of bounds")
-    if d_off + d_size > prefix:
-        kept.update(stream.keep([(d_off, d_size)]))
-    elf = _elf(_Sparse(size, kept, head))
+    elf = more([(d_off, d_size)])
     seg = _dynamic(elf, dyn[0])
     tagsize = elf.structs.Elf_Dyn.sizeof()
     raw = [t for _, t in zip(range(d_size // tagsize), seg._iter_tags(), strict=False)]
@@ -303,14 +355,35 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     str_off = _offset(elf, strtab_addr)
     vn_addr = addrs.get("DT_VERNEED")
     vn_off = _offset(elf, vn_addr) if vn_addr is not None else None
-    want = [(str_off, strsz)]
+    want = []
+    if strsz <= STRTAB_WHOLE:  # a small table: kept whole, on the pass of the versions
+        want.append((str_off, strsz))
     if vn_off is not None:  # DT_VERNEED has no size: a window its records fit in
         want.append((vn_off, min(size - vn_off, VERNEED_WINDOW)))
-    late = [(o, s) for o, s in want if o + s > prefix]
-    if late:  # kept on a second pass: only these ranges
-        kept.update(stream.keep(late))
-    elf = _elf(_Sparse(size, kept, head))
-    table = _dynamic(elf, dyn[0])._get_stringtable()
+    elf = more(want)
+    # the version needs: (offset of the library's name, offsets of its version names)
+    verneed: list[tuple[int, list[int]]] = []
+    if vn_off is not None:
+        s = elf.stream
+        off = vn_off
+        for _ in range(min(addrs.get("DT_VERNEEDNUM", 0), MAX_VERNEED)):
+            vn = struct_parse(elf.structs.Elf_Verneed, s, off)
+            names: list[int] = []
+            verneed.append((vn["vn_file"], names))
+            aux = off + vn["vn_aux"]
+            for _ in range(min(vn["vn_cnt"], MAX_VERNEED)):
+                va = struct_parse(elf.structs.Elf_Vernaux, s, aux)
+                names.append(va["vna_name"])
+                if not va["vna_next"]:
+                    break
+                aux += va["vna_next"]
+            if not vn["vn_next"]:
+                break
+            off += vn["vn_next"]
+    strings = _Strings(str_off, strsz, kept, more)
+    wanted = [t["d_val"] for t in raw if t["d_tag"] in _STRING_TAGS]
+    wanted += [o for lib, names in verneed for o in (lib, *names)]
+    strings.prefetch(wanted)
     needed: list[str] = []
     rpath: list[str] = []
     runpath: list[str] = []
@@ -318,32 +391,16 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     for t in raw:
         kind = t["d_tag"]
         if kind == "DT_NEEDED":
-            needed.append(table.get_string(t["d_val"]))
+            needed.append(strings.get(t["d_val"]))
         elif kind == "DT_RPATH":
-            rpath.extend(p for p in table.get_string(t["d_val"]).split(":") if p)
+            rpath.extend(p for p in strings.get(t["d_val"]).split(":") if p)
         elif kind == "DT_RUNPATH":
-            runpath.extend(p for p in table.get_string(t["d_val"]).split(":") if p)
+            runpath.extend(p for p in strings.get(t["d_val"]).split(":") if p)
         elif kind == "DT_SONAME":
-            soname = table.get_string(t["d_val"])
+            soname = strings.get(t["d_val"])
     if len(needed) > MAX_NEEDED:
         raise _Unreadable(f"{len(needed)} DT_NEEDED entries (limit {MAX_NEEDED})")
-    versions: list[tuple[str, str]] = []
-    if vn_off is not None:
-        s = elf.stream
-        off = vn_off
-        for _ in range(min(addrs.get("DT_VERNEEDNUM", 0), MAX_VERNEED)):
-            vn = struct_parse(elf.structs.Elf_Verneed, s, off)
-            lib = table.get_string(vn["vn_file"])
-            aux = off + vn["vn_aux"]
-            for _ in range(min(vn["vn_cnt"], MAX_VERNEED)):
-                va = struct_parse(elf.structs.Elf_Vernaux, s, aux)
-                versions.append((lib, table.get_string(va["vna_name"])))
-                if not va["vna_next"]:
-                    break
-                aux += va["vna_next"]
-            if not vn["vn_next"]:
-                break
-            off += vn["vn_next"]
+    versions = [(strings.get(lib), strings.get(o)) for lib, names in verneed for o in names]
     return Binary(
         member,
         "elf",
@@ -355,6 +412,56 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
         soname,
         tuple(sorted(set(versions))),
     )
+
+
+_STRING_TAGS = ("DT_NEEDED", "DT_RPATH", "DT_RUNPATH", "DT_SONAME")
+
+
+def _covered(kept: dict[int, Bytes], offset: int, size: int) -> bool:
+    """Whether one kept range holds all of ``offset..offset + size``."""
+    return any(o <= offset and offset + size <= o + len(b) for o, b in kept.items())
+
+
+class _Strings:
+    """The strings of the dynamic string table that a binary's needs name, each read from
+    a window at its offset (a large table is never kept whole). A string is read up to its
+    NUL; one that runs past the table's end (``DT_STRSZ``) or starts past it is refused."""
+
+    def __init__(
+        self,
+        offset: int,
+        size: int,
+        kept: dict[int, Bytes],
+        more: Callable[[list[tuple[int, int]]], Any],
+    ) -> None:
+        self._offset, self._size, self._kept, self._more = offset, size, kept, more
+
+    def _window(self, at: int, width: int) -> tuple[int, int]:
+        if at >= self._size:
+            raise _Unreadable(
+                f"a string at offset {at} lies past the dynamic string table ({self._size} bytes)"
+            )
+        return (self._offset + at, min(width, self._size - at))
+
+    def prefetch(self, offsets: Iterable[int]) -> None:
+        """Keep a window at each offset, on as few passes as their order allows."""
+        self._more([self._window(at, STRING_WINDOW) for at in sorted(set(offsets))])
+
+    def get(self, at: int) -> str:
+        width = STRING_WINDOW
+        while True:
+            o, n = self._window(at, width)
+            self._more([(o, n)])
+            k, data = next((k, b) for k, b in self._kept.items() if k <= o and o + n <= k + len(b))
+            start = o - k
+            end = data.find(b"\x00", start, start + n)
+            if end >= 0:
+                return bytes(data[start:end]).decode("utf-8", errors="replace")
+            if n < width:  # the window reached the table's end: no NUL in the table
+                raise _Unreadable(
+                    f"the string at offset {at} runs past the end of the dynamic string table"
+                )
+            width *= 16
 
 
 def _elf(stream: _Sparse) -> Any:
@@ -375,7 +482,7 @@ def _dynamic(elf: Any, index: int) -> Any:
     return seg
 
 
-def _hidden_sections(header: bytes) -> bytes:
+def _hidden_sections(header: Bytes) -> bytes:
     """The ELF header with its section table fields zeroed: pyelftools then finds the
     dynamic string table through the dynamic segment (kept) rather than through the
     section headers at the end of the file (not kept)."""
