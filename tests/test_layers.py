@@ -45,7 +45,7 @@ def test_the_real_tree_keeps_the_layers_contract(tmp_path: Path) -> None:
     ("module", "line", "shown"),
     [
         # model holds pure values: it may not reach up to the use cases
-        ("model/wheel.py", "import wh.app.workflow", "wh.model.wheel -> wh.app.workflow"),
+        ("model/wheel.py", "import wh.app.install", "wh.model.wheel -> wh.app.install"),
         # "|" siblings may not import each other: resolve is pure, install does IO
         ("resolve/explain.py", "import wh.install.journal", "wh.resolve.explain -> wh.install"),
         # a function-level import counts as much as one at the top
@@ -127,10 +127,6 @@ _LIFETIME = (
 )
 _ELF = "the ELF reader loads only when a Linux binary is read (the load check)"
 _LOADSCAN = "the load check (ELF/PE readers, recipes) loads only when a lock or verify runs it"
-_INSTALL = (
-    "wh verify does not load the install machinery (backends, journal, staging, "
-    "safeguard, the environment lock, fingerprints)"
-)
 # Function-level imports kept outside wh/cli (where imports stay in the commands so that
 # `wh --help` loads no use case), each with why. Key: (module, the import statement).
 FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
@@ -156,23 +152,7 @@ FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
         "filelock loads only when the scan cache is written: an unchanged wheelhouse (a "
         "remembered lock) never loads it"
     ),
-    # workflow holds every command's use case: each command loads only the machinery it uses
     ("wh.app.why", "from wh.app.loadscan import why_libraries"): _LOADSCAN,
-    ("wh.app.workflow", "from wh.app.loadscan import verify_findings"): _LOADSCAN,
-    ("wh.app.workflow", "from wh.install import envlock, journal"): _INSTALL,
-    ("wh.app.workflow", "from wh.install import fingerprint"): _INSTALL,
-    ("wh.app.workflow", "from wh.install.backend import choose, fit_interpreter"): _INSTALL,
-    (
-        "wh.app.workflow",
-        "from wh.install import checker, journal, rounds, safeguard, staging, strategy, "
-        "unpredicted",
-    ): _INSTALL,
-    ("wh.app.workflow", "from wh.airgap.fleet import download_locked"): (
-        "only a lock with URL wheels loads the index client"
-    ),
-    ("wh.app.workflow", "from wh.kernels.advice import advice_for"): (
-        "the kernel recipes load only when a failure is explained with build advice"
-    ),
     ("wh.app.lockmemo", "from wh.app.lock import do_lock"): (
         "a remembered lock (nothing changed) answers without loading the resolver, the load "
         "check or the install machinery"

@@ -9,8 +9,8 @@ import pytest
 from packaging.requirements import Requirement
 from wh import progress
 from wh.app.hooks import TargetSpec
+from wh.app.install import verify_wheels
 from wh.app.lock import do_lock
-from wh.app.workflow import verify_wheels
 from wh.errors import LockError
 from wh.model import lockfile as lockmod
 from wh.model.manifest import Manifest

@@ -38,9 +38,9 @@ CALLS: Counter[str] = Counter()
 STEPS = [
     ("wh.model.lockfile", "read"),
     ("wh.env.environment", "probe"),
-    ("wh.app.workflow", "lock_fits"),
-    ("wh.app.workflow", "verify_wheels"),
-    ("wh.app.workflow", "verify_env"),
+    ("wh.app.install", "lock_fits"),
+    ("wh.app.install", "verify_wheels"),
+    ("wh.app.install", "verify_env"),
     ("wh.model.plan", "make_plan"),
     ("wh.model.plan", "balanced"),
     ("wh.install.safeguard", "preflight"),
@@ -125,7 +125,7 @@ def _transaction(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Iterator[
 
 def install_wrappers() -> None:
     # the modules the command uses, loaded now so that every name bound to a step is seen
-    for module in ("wh.cli.main", "wh.app.workflow", "wh.install.validate"):
+    for module in ("wh.cli.main", "wh.app.install", "wh.install.validate"):
         importlib.import_module(module)
     import wh.install.checker as checker
     import wh.install.safeguard as safeguard

@@ -1,7 +1,7 @@
 """What the CLI hands the logic about the target: the user's words (progress goes through
 ``wh.progress``, not through here).
 
-Kept apart from ``workflow`` so that paths that never resolve (a remembered lock, --help)
+Kept apart from the use cases so that paths that never resolve (a remembered lock, --help)
 do not import the resolver and the lock writer.
 """
 

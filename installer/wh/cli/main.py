@@ -463,8 +463,8 @@ def install(
     **kw: Any,
 ) -> None:
     """Lock PROFILE (unless --locked) and install it, offline, in dependency order."""
+    from wh.app.install import do_install
     from wh.app.lock import do_lock
-    from wh.app.workflow import do_install
     from wh.env.environment import default_python
     from wh.errors import TargetError
 
@@ -569,7 +569,7 @@ def install(
 
 def _finish(as_json: bool, findings: list[Any]) -> None:
     """Exit 8 on failed verification; in JSON mode the findings already carry the details."""
-    from wh.app.workflow import raise_on_failures
+    from wh.app.verification import raise_on_failures
     from wh.errors import VerifyError
 
     if as_json:
@@ -602,7 +602,7 @@ def _print_findings(findings: list[Any]) -> None:
 def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
     """Check an environment against PROFILE's lock: closure, protections, checks."""
     from wh.app.asked import from_flags
-    from wh.app.workflow import verify_env
+    from wh.app.verification import verify_env
     from wh.env.environment import default_python
     from wh.model import lockfile as lockmod
     from wh.model.profile import default_lock_path

@@ -1,4 +1,5 @@
-"""`wh install` and `wh verify`: check the lock, plan, install and verify (locking: app/lock.py)."""
+"""`wh install`: check the lock's wheels and target, plan, decide the strategy, install in one
+transaction and verify (locking: app/lock.py; verifying: app/verification.py)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,17 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from wh import progress
+from wh.airgap.fleet import download_locked
 from wh.app.asked import Asked
 from wh.app.breaking import refuse_breaking
+from wh.app.verification import raise_on_failures, verify_env
 from wh.app.verify import (
     Finding,
-    FindingKind,
-    closure,
-    guarded,
-    protections,
-    run_checks,
-    whole_environment,
 )
 from wh.env.environment import Environment, probe, venv_prefix
 from wh.errors import (
@@ -31,31 +28,36 @@ from wh.errors import (
     LockWheelsError,
     ProtectedChangeError,
     TargetError,
-    VerifyError,
 )
 from wh.hashing import sha256_many
+from wh.install import (
+    checker,
+    envlock,
+    fingerprint,
+    journal,
+    rounds,
+    safeguard,
+    staging,
+    strategy,
+    unpredicted,
+)
+from wh.install.backend import choose, fit_interpreter
+from wh.install.fingerprint import Fingerprint
 from wh.install.layout import Schemes
+from wh.install.strategy import Strategy
 from wh.model import lockfile as lockmod
 from wh.model import schedule
 from wh.model.choices import BackendChoice, LinkMode, StrEnum, UvCacheMode
-from wh.model.plan import balanced, make_plan
-from wh.model.toolwh import Snippet
+from wh.model.plan import Plan, balanced, make_plan
 from wh.wheel import portable
 from wh.wheelhouse.scan import known_digests
 
 E = TypeVar("E", bound=StrEnum)
 
-if TYPE_CHECKING:  # the install machinery and the resolver load only when used
-    from wh.install.fingerprint import Fingerprint
-    from wh.install.strategy import Strategy
-    from wh.model.plan import Plan
-
 
 def verify_wheels(lock: lockmod.Lock) -> dict[Path, Fingerprint | None]:
     """Every wheel exists with the locked size and sha256, before anything changes.
     Returns each wheel's identity as hashed (``fingerprint``)."""
-    from wh.install import fingerprint
-
     problems: list[str] = []
     present = []
     for pkg in lockmod.package_list(lock):
@@ -146,8 +148,6 @@ def do_install(
 ) -> InstallResult:
     """Install the lock at ``lock_path`` (or ``lock``, already read) into ``python``;
     ``asked`` adds the command line's protections and checks to the lock's."""
-    from wh.install import envlock, journal
-
     lock = lock or lockmod.read(lock_path)
     # only the prefix is needed before the lock is held; a venv's is found without running
     # its interpreter (one probe of 0.1-0.2 s less), another's from the probe cache
@@ -207,14 +207,10 @@ def _install_locked(
     uv_cache: UvCacheMode,
     asked: Asked,
 ) -> InstallResult:
-    from wh.install import checker, journal, rounds, safeguard, staging, strategy, unpredicted
-    from wh.install.backend import choose, fit_interpreter
 
     lock_fits(lock, env)
     kept_installed(lock, env)
     if any(p.url for p in lockmod.package_list(lock)):
-        from wh.airgap.fleet import download_locked
-
         download_locked(lock)  # a lock of --index-url names its wheels by URL
     progress.status("checking wheels against the lock")
     held = verify_wheels(lock)
@@ -285,92 +281,3 @@ def _install_locked(
         findings = verify_env(lock, python, before=env, after=probe(python), asked=asked)
         raise_on_failures(findings, installing=True)
     return InstallResult(plan, env, findings, False, lock, backend.name, mode, strategy=how)
-
-
-def verify_env(
-    lock: lockmod.Lock,
-    python: Path,
-    before: Environment | None = None,
-    after: Environment | None = None,
-    asked: Asked | None = None,
-) -> list[Finding]:
-    """The environment against the lock: closure, every other installed distribution's
-    requirements, protections (the lock's and ``asked``'s), the profile's checks and
-    ``asked``'s. ``after`` is a probe taken once the install wrote everything (else one is
-    taken). With ``asked.checks == "warn"`` a failed import or snippet check is a warning."""
-    asked = asked or Asked()
-    env = after or probe(python)
-    checks = lock.tool.checks
-    findings = closure(env, lock)
-    findings += whole_environment(env, lock, before)
-    findings += protections(env, lock, before.dists if before else None)
-    findings += guarded(env, asked.guards, before.dists if before else None)
-    snippets = [*checks.snippets, *(Snippet(c, d) for c, d in asked.snippets)]
-    ran = run_checks(env, [*checks.imports, *asked.imports], snippets)
-    if asked.checks == "warn":
-        ran = [
-            f
-            if f.ok
-            else Finding(True, FindingKind.WARNING, f"{f.message} (--checks warn: kept)", f.advice)
-            for f in ran
-        ]
-    findings += ran
-    findings += needs_warnings(lock, env)
-    from wh.app.loadscan import verify_findings
-
-    findings += verify_findings(lock, env)
-    return findings
-
-
-def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
-    """Warn when the profile's launch needs a capability no installed build provides."""
-    from wh.kernels.advice import advice_for  # reads the shipped recipes only if needed
-
-    needs = list(lock.tool.needs)
-    if not needs:
-        return []
-    provided: set[str] = set()
-    known = False
-    for rec in lock.tool.build_records.values():
-        if rec.provides is not None:
-            known = True
-            provided.update(rec.provides)
-    out = []
-    for need in needs:
-        if known and need not in provided:
-            out.append(
-                Finding(
-                    True,
-                    FindingKind.WARNING,
-                    f"the profile's launch needs {need!r}, which no locally built wheel provides"
-                    f" ({advice_for(need)})",
-                )
-            )
-    return out
-
-
-def raise_on_failures(findings: list[Finding], *, installing: bool = False) -> None:
-    """Exit 8 with every failed finding and advice that can make each pass."""
-    bad = [f for f in findings if not f.ok]
-    if not bad:
-        return
-    advice = list(dict.fromkeys(f.advice for f in bad if f.advice))
-    if (
-        any(f.kind in (FindingKind.INSTALLED, FindingKind.PROTECTION) for f in bad)
-        and not installing
-    ):
-        advice.append(
-            "`wh install --locked PROFILE` puts back what the lock names (protected "
-            "distributions are never touched: reinstall their build by hand)"
-        )
-    if installing:
-        advice.append("the install was rolled back: the environment is as it was")
-        if any(f.kind == FindingKind.CHECK for f in bad) and not any(
-            "--checks warn" in a for a in advice
-        ):
-            advice.append("with --checks warn an install keeps going past failed import checks")
-    raise VerifyError(
-        f"verification failed: {len(bad)} problem(s)",
-        details=[f.message for f in bad],
-        hint="; ".join(advice) or "inspect with `wh why NAME`",
-    )

@@ -1,0 +1,108 @@
+"""`wh verify`: the environment against its lock (closure, every other distribution's
+requirements, protections, checks, the load check), and the refusal that lists what failed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wh.app.asked import Asked
+from wh.app.loadscan import verify_findings
+from wh.app.verify import (
+    Finding,
+    FindingKind,
+    closure,
+    guarded,
+    protections,
+    run_checks,
+    whole_environment,
+)
+from wh.env.environment import Environment, probe
+from wh.errors import VerifyError
+from wh.kernels.advice import advice_for
+from wh.model import lockfile as lockmod
+from wh.model.toolwh import Snippet
+
+
+def verify_env(
+    lock: lockmod.Lock,
+    python: Path,
+    before: Environment | None = None,
+    after: Environment | None = None,
+    asked: Asked | None = None,
+) -> list[Finding]:
+    """The environment against the lock: closure, every other installed distribution's
+    requirements, protections (the lock's and ``asked``'s), the profile's checks and
+    ``asked``'s. ``after`` is a probe taken once the install wrote everything (else one is
+    taken). With ``asked.checks == "warn"`` a failed import or snippet check is a warning."""
+    asked = asked or Asked()
+    env = after or probe(python)
+    checks = lock.tool.checks
+    findings = closure(env, lock)
+    findings += whole_environment(env, lock, before)
+    findings += protections(env, lock, before.dists if before else None)
+    findings += guarded(env, asked.guards, before.dists if before else None)
+    snippets = [*checks.snippets, *(Snippet(c, d) for c, d in asked.snippets)]
+    ran = run_checks(env, [*checks.imports, *asked.imports], snippets)
+    if asked.checks == "warn":
+        ran = [
+            f
+            if f.ok
+            else Finding(True, FindingKind.WARNING, f"{f.message} (--checks warn: kept)", f.advice)
+            for f in ran
+        ]
+    findings += ran
+    findings += needs_warnings(lock, env)
+    findings += verify_findings(lock, env)
+    return findings
+
+
+def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:
+    """Warn when the profile's launch needs a capability no installed build provides."""
+    needs = list(lock.tool.needs)
+    if not needs:
+        return []
+    provided: set[str] = set()
+    known = False
+    for rec in lock.tool.build_records.values():
+        if rec.provides is not None:
+            known = True
+            provided.update(rec.provides)
+    out = []
+    for need in needs:
+        if known and need not in provided:
+            out.append(
+                Finding(
+                    True,
+                    FindingKind.WARNING,
+                    f"the profile's launch needs {need!r}, which no locally built wheel provides"
+                    f" ({advice_for(need)})",
+                )
+            )
+    return out
+
+
+def raise_on_failures(findings: list[Finding], *, installing: bool = False) -> None:
+    """Exit 8 with every failed finding and advice that can make each pass."""
+    bad = [f for f in findings if not f.ok]
+    if not bad:
+        return
+    advice = list(dict.fromkeys(f.advice for f in bad if f.advice))
+    if (
+        any(f.kind in (FindingKind.INSTALLED, FindingKind.PROTECTION) for f in bad)
+        and not installing
+    ):
+        advice.append(
+            "`wh install --locked PROFILE` puts back what the lock names (protected "
+            "distributions are never touched: reinstall their build by hand)"
+        )
+    if installing:
+        advice.append("the install was rolled back: the environment is as it was")
+        if any(f.kind == FindingKind.CHECK for f in bad) and not any(
+            "--checks warn" in a for a in advice
+        ):
+            advice.append("with --checks warn an install keeps going past failed import checks")
+    raise VerifyError(
+        f"verification failed: {len(bad)} problem(s)",
+        details=[f.message for f in bad],
+        hint="; ".join(advice) or "inspect with `wh why NAME`",
+    )
