@@ -62,7 +62,7 @@ class Target:
     rel: str
     hash: str
     arcname: str = ""  # the wheel member it comes from ("" for files a backend generates)
-    size: str = ""  # RECORD's size column
+    size: int | None = None  # RECORD's size column (None where it gives none)
     # ``key`` of the absolute path: the overwrite check, the staging rounds and the
     # superseded files compare it. Made here when not given; ``layout`` gives it.
     cmp_key: str = field(default="", compare=False, repr=False)
@@ -100,7 +100,7 @@ class WheelLayout:
     @property
     def unpacked_size(self) -> int:
         """The bytes the wheel's files take once installed, from RECORD's size column."""
-        return sum(int(t.size) for t in self.files if t.size.isdigit())
+        return sum(t.size for t in self.files if t.size is not None)
 
     @property
     def members(self) -> int:
@@ -180,7 +180,8 @@ def layout(wheel: Path, schemes: Schemes, index: ZipIndex | None = None) -> Whee
         bk = base_keys.get(base)
         if bk is None:
             bk = base_keys[base] = key(base)
-        files.append(Target(base, rel, digest, arc, size, key_under(bk, rel)))
+        declared = int(size) if size.isdigit() else None
+        files.append(Target(base, rel, digest, arc, declared, key_under(bk, rel)))
     for extra in GENERATED_DIST_INFO:
         files.append(Target(root, f"{di}/{extra}", ""))
     scripts: list[Path] = []

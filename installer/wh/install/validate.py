@@ -392,7 +392,7 @@ def remember_unpacked(lay: WheelLayout, root: str, scripts: Path, hashed: Hashed
         finally:
             os.close(fd)
         # st_ino 0: a filesystem without inode numbers, where identity proves nothing
-        if st.st_ino and _b64(raw) == want.rstrip("=") and (not t.size or t.size == str(size)):
+        if st.st_ino and _b64(raw) == want.rstrip("=") and (t.size is None or t.size == size):
             hashed[(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)] = (algo, _b64(raw))
 
 
@@ -438,7 +438,7 @@ def installed_problems(
 
 def record_size(row: _Job | Target) -> int:
     """The bytes RECORD gives for a file (0 where it gives none)."""
-    return int(row.size) if row.size.isdigit() else 0
+    return row.size or 0
 
 
 class _Job(NamedTuple):
@@ -447,7 +447,7 @@ class _Job(NamedTuple):
     path: str
     algo: str
     want: str
-    size: str
+    size: int | None
     hashed: Hashed | None
 
 
@@ -461,7 +461,7 @@ def _check_batch(batch: list[_Job]) -> list[tuple[str, str]]:
             continue
         if got != job.want:
             out.append((job.wheel, f"RECORD hash mismatch for {job.arcname!r}"))
-        if job.size and job.size != str(actual):
+        if job.size is not None and job.size != actual:
             out.append(
                 (
                     job.wheel,

@@ -58,7 +58,7 @@ class Early:
                 self.waiting[lay.name] = (lay, stage, str(mark))
                 left = [t for t in check.own_files(lay) if t.hash]
                 self.left[lay.name] = left
-                sized = ((t, int(t.size)) for t in left if t.size.isdigit())
+                sized = ((t, t.size) for t in left if t.size is not None)
                 watched = [(t, n) for t, n in sized if n >= self.WATCHED_FILE]
                 self.folders[lay.name] = _Folders(watched, stage)
 

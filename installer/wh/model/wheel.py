@@ -97,19 +97,16 @@ def to_wheel(
     )
     if checked:
         return wheel
-    reqs: list[Requirement] = []
+    # The text is checked here, once per wheel file (the scan cache remembers it); the
+    # values are parsed again, lazily, where the resolver reads them.
     for text in meta.requires_dist:
         try:
-            reqs.append(Requirement(text))
+            Requirement(text)
         except InvalidRequirement as exc:
             raise WheelProblem(f"invalid Requires-Dist {text!r}: {exc}") from exc
-    rp: SpecifierSet | None = None
     if meta.requires_python:
         try:
-            rp = SpecifierSet(meta.requires_python)
+            SpecifierSet(meta.requires_python)
         except InvalidSpecifier as exc:
             raise WheelProblem(f"invalid Requires-Python {meta.requires_python!r}") from exc
-    # Parsed already: keep the values (a frozen dataclass; cached_property lives in __dict__).
-    wheel.__dict__["requires_dist"] = tuple(reqs)
-    wheel.__dict__["requires_python"] = rp
     return wheel

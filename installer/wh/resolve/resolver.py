@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from types import MappingProxyType
 from typing import Any
@@ -43,11 +43,6 @@ class Need:
     original: str | None = None  # set when an override rewrote it
     override_reason: str = ""
     exact: Version | None = None  # ties an extras candidate to its base version
-    # Which versions satisfy this Need, decided once each: resolvelib re-checks every pin
-    # against every requirement each round, and specifier matching dominates otherwise.
-    verdicts: dict[Version, bool] = field(
-        default_factory=dict, compare=False, hash=False, repr=False
-    )
 
     @property
     def identifier(self) -> str:
@@ -72,6 +67,13 @@ def _ident(name: str, extras: Iterable[str]) -> str:
     return f"{name}[{','.join(ex)}]" if ex else name
 
 
+def admits(need: Need, version: Version) -> bool:
+    """Whether ``need`` accepts ``version`` (its base's own version for an extras need)."""
+    if need.exact is not None:
+        return version == need.exact
+    return need.specifier.contains(version, prereleases=True)
+
+
 class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
     def __init__(self, index: CandidateIndex, manifest: Manifest) -> None:
         self.index = index
@@ -81,6 +83,10 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         self.drops = manifest.drop_map
         self.stand_ins = manifest.stand_ins
         self._deps: dict[Candidate, list[Need]] = {}
+        # Which versions satisfy each requirement (by its text, which fixes its specifier),
+        # decided once each: resolvelib re-checks every pin against every requirement each
+        # round, and specifier matching would dominate otherwise.
+        self._verdicts: dict[tuple[str, Version | None], dict[Version, bool]] = {}
 
     def identify(self, requirement_or_candidate: Need | Candidate) -> str:
         return _ident(requirement_or_candidate.name, requirement_or_candidate.extras)
@@ -128,18 +134,15 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
             ]
         return ok
 
-    @staticmethod
-    def _satisfies(req: Need, cand: Candidate) -> bool:
+    def _satisfies(self, req: Need, cand: Candidate) -> bool:
         if cand.missing:  # a stand-in satisfies every requirement on its name
             return True
-        version = cand.version
-        ok = req.verdicts.get(version)
+        memo = self._verdicts.get((req.text, req.exact))
+        if memo is None:
+            memo = self._verdicts[(req.text, req.exact)] = {}
+        ok = memo.get(cand.version)
         if ok is None:
-            if req.exact is not None:
-                ok = version == req.exact
-            else:
-                ok = req.specifier.contains(version, prereleases=True)
-            req.verdicts[version] = ok
+            ok = memo[cand.version] = admits(req, cand.version)
         return ok
 
     def is_satisfied_by(self, requirement: Need, candidate: Candidate) -> bool:
@@ -582,7 +585,7 @@ def requirement_chain(
 
     def visit(need: Need, prev: Any) -> bool:
         for c in index.candidates(need.name):
-            if not _Provider._satisfies(need, c):
+            if not (c.missing or admits(need, c.version)):
                 continue
             node = Candidate(c.name, c.version, c.wheel, c.declared, c.pinned, need.extras)
             k = (node.name, node.version, node.extras)
