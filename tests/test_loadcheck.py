@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import tomllib
 from wh.app.loadcheck import BuiltAgainst, Unit, check, cuda_major
-from wh.app.loadscan import RECORDS, record_wheelhouse
+from wh.app.loadscan import RECORDS, copy_records, record_wheelhouse
 from wh.env.platformlibs import for_target
 from wh.install.backend import uv_binary
 from wh.model.target import declared
@@ -280,6 +280,32 @@ def test_a_fetched_wheelhouse_record_stands_for_its_wheel_only_at_that_digest(
     assert _kernel(house, "0.4.3", files, tag) == kernel
     r = lock()
     assert r.returncode == 5 and refused in r.stderr, r.stderr
+
+
+@needs_gcc
+def test_a_bundle_carries_the_records_of_its_wheels_and_only_valid_ones(
+    tmp_path: Path, elf: dict[str, bytes]
+) -> None:
+    """``copy_records`` (what ``wh bundle`` does with its wheels): each wheel's valid record
+    goes with it into the bundle's wheelhouse, byte for byte; a wheel without a record, or
+    whose record names another digest, has none there (its wheel is read offline)."""
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    tag = "cp310-abi3-manylinux2014_x86_64"
+    kernel = _kernel(house, "0.4.3", {"sgl_kernel/ops.abi3.so": elf["ops13.so"]}, tag)
+    digests = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in house.glob("*.whl")}
+    assert record_wheelhouse({p: d for p, d in digests.items() if p != kernel}) == 2
+    others = [p for p in digests if p != kernel]
+    forged = house / RECORDS / f"{digests[others[0]]}.json"
+    data = json.loads(forged.read_text())
+    forged.write_text(json.dumps({**data, "sha256": "0" * 64}))
+    dest = tmp_path / "bundle" / "wheels"
+    dest.mkdir(parents=True)
+    assert copy_records(digests, dest) == 1
+    copied = sorted(p.name for p in (dest / RECORDS).iterdir())
+    assert copied == [f"{digests[others[1]]}.json"]
+    kept = house / RECORDS / copied[0]
+    assert (dest / RECORDS / copied[0]).read_bytes() == kept.read_bytes()
 
 
 @needs_gcc

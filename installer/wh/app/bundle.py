@@ -20,6 +20,7 @@ from wh import __version__, progress
 from wh.airgap import signing
 from wh.app.fetch import configured_pip_env, fetch
 from wh.app.hooks import TargetSpec
+from wh.app.loadscan import copy_records
 from wh.app.lock import do_lock
 from wh.env.environment import Environment
 from wh.errors import LockError, WheelhouseError
@@ -107,14 +108,15 @@ def make_bundle(
         stage = Path(tmp) / "bundle"
         (stage / WHEELS).mkdir(parents=True)
         first = do_lock(manifest, wheelhouse, stage / "first.toml", spec, write=False)
-        for chosen in first.resolution.packages.values():
-            w = chosen.candidate.wheel
-            if w is None:
-                continue
-            shutil.copy2(w.path, stage / WHEELS / w.filename)
-            record = buildrecord.path_of(w.path)
+        locked = lockmod.parse(first.data, stage / "first.toml", require_digest=False)
+        for pkg in locked.packages.values():
+            shutil.copy2(pkg.wheel, stage / WHEELS / pkg.filename)
+            record = buildrecord.path_of(pkg.wheel)
             if record.is_file():
                 shutil.copy2(record, stage / WHEELS / record.name)
+        # what `wh fetch` recorded of each wheel's natives travels too: an offline lock of
+        # the bundle's wheels then reads no compiled member
+        copy_records({p.wheel: p.sha256 for p in locked.packages.values()}, stage / WHEELS)
         lock_name = f"pylock.{profile.name}.toml"
         progress.status(f"locking {profile.name} for {target.description} inside the bundle")
         done = do_lock(manifest, stage / WHEELS, stage / lock_name, spec)

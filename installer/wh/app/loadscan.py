@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import zipfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -117,9 +118,21 @@ def _recorded(wheel: Path, sha256: str) -> nat.Natives | None:
     return None
 
 
-def record_wheelhouse(
-    digests: Mapping[Path, str],
-) -> int:
+def copy_records(digests: Mapping[Path, str], dest: Path) -> int:
+    """Copy the records of the wheels ``{path: sha256}`` that have a valid one into the
+    wheelhouse ``dest`` (a bundle's wheels travel with them); the number copied."""
+    copied = 0
+    for path, sha256 in digests.items():
+        if _recorded(path, sha256) is None:
+            continue
+        target = dest / RECORDS / f"{sha256}.json"
+        target.parent.mkdir(exist_ok=True)
+        shutil.copy2(_record_path(path, sha256), target)
+        copied += 1
+    return copied
+
+
+def record_wheelhouse(digests: Mapping[Path, str]) -> int:
     """Write the record of every wheel (``{path: sha256}``, digests checked by the caller)
     that has none yet; the number written."""
     todo = [(p, d) for p, d in digests.items() if _SHA256.fullmatch(d) and not _recorded(p, d)]
