@@ -130,6 +130,9 @@ _LOADSCAN = "the load check (ELF/PE readers, recipes) loads only when a lock or 
 # Function-level imports kept outside wh/cli (where imports stay in the commands so that
 # `wh --help` loads no use case), each with why. Key: (module, the import statement).
 FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
+    ("wh.settings", "from platformdirs import user_cache_dir"): (
+        "`wh --help` and every command given WH_CACHE_DIR never load platformdirs"
+    ),
     ("wh.hashing", "import msvcrt"): "Windows only: msvcrt exists only there",
     ("wh.hashing", "from wh.proc import win32"): "Windows only: the shared-delete open",
     ("wh.cache.stamps", "from wh.proc import win32"): "Windows only: the NTFS change time",

@@ -30,8 +30,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from platformdirs import user_cache_dir
-
 from wh.errors import UsageError
 
 _OFF = ("", "0")
@@ -79,6 +77,8 @@ class Settings:
         """wh's own cache folder: ``WH_CACHE_DIR``, else the platform's user cache."""
         if self.cache_dir_override is not None:
             return self.cache_dir_override
+        from platformdirs import user_cache_dir
+
         return Path(user_cache_dir("wh", appauthor=False))
 
     def faults_at(self, batch: int | str) -> list[str]:
