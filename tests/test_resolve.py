@@ -11,9 +11,10 @@ from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 from wh.errors import ResolutionError
-from wh.model.candidates import CandidateIndex, Pinned
+from wh.model.candidates import CandidateIndex
 from wh.model.manifest import Manifest
 from wh.model.overrides import Applied
+from wh.model.pinned import Pinned
 from wh.model.profile import Override
 from wh.model.requiredby import RequiredBy
 from wh.model.resolution import Resolution

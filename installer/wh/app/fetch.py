@@ -32,9 +32,10 @@ from wh.app.loadscan import record_wheelhouse
 from wh.env.environment import Environment
 from wh.errors import ProfileError, ResolutionError, WheelhouseError
 from wh.hashing import sha256_many
-from wh.model.candidates import CandidateIndex, Pinned
+from wh.model.candidates import CandidateIndex
 from wh.model.manifest import Manifest, StandIns
 from wh.model.overrides import Dropped
+from wh.model.pinned import Pinned
 from wh.model.profile import Drop
 from wh.model.requiredby import RequiredBy
 from wh.model.resolution import Resolution

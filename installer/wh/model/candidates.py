@@ -13,19 +13,9 @@ from packaging.utils import NormalizedName
 from packaging.version import Version
 
 from wh.model.choices import Prereleases
+from wh.model.pinned import Pinned
 from wh.model.target import Target
 from wh.model.wheel import Wheel
-
-
-@dataclass(frozen=True)
-class Pinned:
-    """A protected distribution: the installed one (or the version declared for the target)."""
-
-    name: NormalizedName
-    version: Version
-    requires: tuple[Requirement, ...] = ()
-    reason: str = ""
-    record_sha256: str | None = None
 
 
 @dataclass(frozen=True)

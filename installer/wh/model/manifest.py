@@ -10,20 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from wh.errors import ProfileError, ProtectionError
-from wh.model.candidates import Pinned
 from wh.model.choices import Prereleases
-from wh.model.installed import InstalledDist
+from wh.model.pinned import Pinned
 from wh.model.profile import Drop, Override, Profile, Protection
 from wh.model.protection import Standing, standing
 from wh.model.target import Target
-from wh.model.wheel import Wheel
+
+if TYPE_CHECKING:  # types only: a manifest is built without loading the wheel values
+    from wh.model.installed import InstalledDist
+    from wh.model.wheel import Wheel
 
 DEFAULT_PRERELEASES = Prereleases.IF_NECESSARY_OR_EXPLICIT
 

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 from packaging.utils import NormalizedName
 
-from wh.model.candidates import Candidate, Pinned, Rejected
+from wh.model.candidates import Candidate, Rejected
 from wh.model.overrides import Applied, Dropped
+from wh.model.pinned import Pinned
 from wh.model.profile import Drop, Override
 from wh.model.requiredby import RequiredBy
 

@@ -16,9 +16,10 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from wh.errors import ResolutionError
-from wh.model.candidates import Candidate, CandidateIndex, Pinned
+from wh.model.candidates import Candidate, CandidateIndex
 from wh.model.manifest import Manifest, StandIns, order_prereleases
 from wh.model.overrides import Applied, Dropped, apply_override, drop_applies
+from wh.model.pinned import Pinned
 from wh.model.profile import Drop, Override
 from wh.model.requiredby import RequiredBy, sorted_edges
 from wh.model.resolution import Chosen, Resolution
