@@ -156,6 +156,13 @@ def test_unlisted_wheel_and_unsafe_archive_entries_are_refused(tmp_path: Path) -
     shutil.copy(root / "demo/wheels/demo_lib-1.0-py3-none-any.whl", root / "demo/wheels/x.whl")
     with pytest.raises(LockError, match="1 file"):
         open_bundle(root / "demo", on_close=lambda f: None, allow_unsigned=True)
+    (root / "demo/wheels/x.whl").unlink()
+    # a file below a folder of wheels/ (where the wheels' natives records go) counts too
+    (root / "demo/wheels/.wh-natives").mkdir()
+    (root / "demo/wheels/.wh-natives/planted.json").write_text("{}")
+    with pytest.raises(LockError, match="1 file") as info:
+        open_bundle(root / "demo", on_close=lambda f: None, allow_unsigned=True)
+    assert info.value.details == ("wheels/.wh-natives/planted.json: not in the manifest",)
     evil = tmp_path / "evil.zip"
     with zipfile.ZipFile(evil, "w") as zf:
         zf.writestr("../escape.txt", b"x")

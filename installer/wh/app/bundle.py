@@ -403,7 +403,11 @@ def verify_manifest(root: Path, data: bytes | None = None) -> int:
         if actual != expected[rel]:
             problems.append(f"{rel}: sha256 {actual}, the manifest says {expected[rel]}")
     for folder in (WHEELS, TOOL):
-        for p in sorted((root / folder).glob("*")):
+        # every file below (the wheels' records in wheels/.wh-natives/ too); a folder
+        # stands for its files, anything else unlisted is refused
+        for p in sorted((root / folder).rglob("*")):
+            if p.is_dir() and not p.is_symlink():
+                continue
             rel = p.relative_to(root).as_posix()
             if rel not in expected:
                 problems.append(f"{rel}: not in the manifest")
