@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from wh.app import lockfiles
 from wh.errors import (
     LockDigestError,
     LockEntryError,
@@ -20,7 +21,6 @@ from wh.errors import (
     ProtectedChangeError,
     WhError,
 )
-from wh.model import lockfile as lockmod
 
 from tests.fixtures import run_wh
 
@@ -139,11 +139,11 @@ def test_an_error_without_fields_has_the_json_it_had() -> None:
 def test_reading_a_lock_raises_the_error_with_its_fields(tmp_path: Path) -> None:
     path = tmp_path / "pylock.toml"
     with pytest.raises(LockMissingError) as missing:
-        lockmod.read(path)
+        lockfiles.read(path)
     assert missing.value.path == path
     path.write_text("lock-version = \n", encoding="utf-8")
     with pytest.raises(LockSyntaxError) as bad:
-        lockmod.read(path)
+        lockfiles.read(path)
     assert bad.value.pep751 is False and bad.value.path == path
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import tomllib
 from packaging.pylock import Pylock
+from wh.app import lockfiles
 from wh.errors import LockError
 from wh.install.backend import uv_binary
-from wh.model import lockfile as lockmod
 
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
@@ -120,7 +120,7 @@ def test_hand_edited_lock_is_refused(tmp_path: Path) -> None:
     digest = tomllib.loads(text)["packages"][0]["wheels"][0]["hashes"]["sha256"]
     path.write_text(text.replace(digest, "0" * 64))
     with pytest.raises(LockError, match="edited by hand"):
-        lockmod.read(path)
+        lockfiles.read(path)
     r = run_wh(*lock_args(tmp_path), "--check")
     assert r.returncode == 5 and "digest mismatch" in r.stderr
 
@@ -132,7 +132,7 @@ def test_weak_hashes_are_refused(tmp_path: Path) -> None:
     text = path.read_text().replace("sha256 = ", "md5 = ", 1)
     path.write_text(text)
     with pytest.raises(LockError, match="no sha256 hash"):
-        lockmod.read(path, require_digest=False)
+        lockfiles.read(path, require_digest=False)
 
 
 @pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")

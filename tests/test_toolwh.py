@@ -16,6 +16,7 @@ import pytest
 import tomli_w
 import tomllib
 from packaging.utils import canonicalize_name
+from wh.app import lockfiles
 from wh.errors import LockFormatError
 from wh.model import lockfile as lockmod
 from wh.model.requiredby import RequiredBy
@@ -30,6 +31,8 @@ from wh.model.toolwh import (
 
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
+
+URL_WHEELS = Path("/fleet-wheels")  # where a URL lock's wheels would be downloaded
 
 GOLDEN = Path(__file__).parent / "golden"
 DEMO = Path(__file__).parent.parent / "demo"
@@ -151,7 +154,7 @@ def test_lock_bytes_are_the_golden_ones(tmp_path: Path, case: str) -> None:
 
 def _rewritten(data: bytes, path: Path) -> bytes:
     """The lock read into values, its [tool.wh] and required-by edges written back from them."""
-    lock = lockmod.parse(data, path)
+    lock = lockmod.parse(data, path, url_wheels=URL_WHEELS)
     doc = tomllib.loads(data.decode("utf-8"))
     doc["tool"]["wh"] = lock.tool.to_toml()
     for raw in doc["packages"]:
@@ -165,13 +168,13 @@ def test_golden_locks_read_and_write_back_to_their_bytes(tmp_path: Path, case: s
     data = expected(case)
     path = tmp_path / "lockfiles" / "pylock.toml"
     assert _rewritten(data, path) == data
-    tool = lockmod.parse(data, path).tool
+    tool = lockmod.parse(data, path, url_wheels=URL_WHEELS).tool
     assert tool.format == 1 and b"format" not in data  # format 1 is implied, not written
     assert ToolWh.from_toml(tool.to_toml()) == tool
 
 
 def test_the_fields_read_from_a_golden_lock() -> None:
-    lock = lockmod.parse(expected("ocr-win"), Path("lockfiles/pylock.toml"))
+    lock = lockmod.parse(expected("ocr-win"), Path("lockfiles/pylock.toml"), url_wheels=URL_WHEELS)
     tool = lock.tool
     assert tool.profile == lock.profile == "unlimited-ocr"
     assert tool.target is not None and tool.target.platform == "win_amd64"
@@ -205,7 +208,9 @@ def test_the_fields_read_from_a_golden_lock() -> None:
             "sglang-kernel==0.4.1",
         ),
     )
-    fleet = lockmod.parse(expected("fleet-linux"), Path("lockfiles/pylock.toml")).tool
+    fleet = lockmod.parse(
+        expected("fleet-linux"), Path("lockfiles/pylock.toml"), url_wheels=URL_WHEELS
+    ).tool
     assert fleet.index_url == "http://10.0.0.1:8000/simple/"
     assert fleet.load_check == LoadCheck(checked=False, skipped="pure Python")
     assert fleet.checks.snippets == (Snippet("import lib"),)
@@ -259,12 +264,16 @@ def _with_format(data: bytes, line: bytes) -> bytes:
 
 def test_a_lock_of_a_newer_format_is_refused_and_format_1_reads_the_same() -> None:
     path = Path("lockfiles/pylock.toml")
-    plain = lockmod.parse(expected("fleet-linux"), path)
-    explicit = lockmod.parse(_with_format(expected("fleet-linux"), b"format = 1"), path)
+    plain = lockmod.parse(expected("fleet-linux"), path, url_wheels=URL_WHEELS)
+    explicit = lockmod.parse(
+        _with_format(expected("fleet-linux"), b"format = 1"), path, url_wheels=URL_WHEELS
+    )
     assert explicit.packages == plain.packages  # the same lock but for its digest
     assert replace(explicit.tool, digest="") == replace(plain.tool, digest="")
     with pytest.raises(LockFormatError) as caught:
-        lockmod.parse(_with_format(expected("fleet-linux"), b"format = 2"), path)
+        lockmod.parse(
+            _with_format(expected("fleet-linux"), b"format = 2"), path, url_wheels=URL_WHEELS
+        )
     err = caught.value
     assert err.exit_code == 5
     assert err.message == (
@@ -283,7 +292,7 @@ def test_a_malformed_tool_table_is_refused_with_the_lock_named() -> None:
     digest = hashlib.sha256(broken).hexdigest()
     broken = broken.replace(b'digest = "sha256:"', f'digest = "sha256:{digest}"'.encode(), 1)
     with pytest.raises(LockFormatError, match=r"\[tool.wh\] is malformed"):
-        lockmod.parse(broken, path)
+        lockmod.parse(broken, path, url_wheels=URL_WHEELS)
 
 
 def test_a_lock_written_for_a_live_target_reads_back_to_its_bytes(
@@ -307,7 +316,7 @@ def test_a_lock_written_for_a_live_target_reads_back_to_its_bytes(
     assert r.returncode == 0, r.stderr
     data = path.read_bytes()
     assert _rewritten(data, path) == data
-    tool = lockmod.read(path).tool
+    tool = lockfiles.read(path).tool
     (torch,) = tool.protections
     assert torch.name == "demo-torch" and torch.version == "2.9.1+cu130"
     assert torch.record_sha256 and len(torch.record_sha256) == 64

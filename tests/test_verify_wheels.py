@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from wh import progress
+from wh.app import lockfiles
 from wh.app.hooks import TargetSpec
 from wh.app.install import verify_wheels
 from wh.app.lock import do_lock
@@ -29,7 +30,7 @@ def _lock(tmp_path: Path) -> lockmod.Lock:
     lock_path = tmp_path / "pylock.toml"
     profile = Profile(name="bench", requirements=(Requirement("app"),))
     do_lock(Manifest.of(profile), house, lock_path, SPEC)
-    return lockmod.read(lock_path)
+    return lockfiles.read(lock_path)
 
 
 def _hashed(lock: lockmod.Lock) -> list[Path]:

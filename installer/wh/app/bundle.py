@@ -18,6 +18,7 @@ from packaging.requirements import Requirement
 
 from wh import __version__, progress
 from wh.airgap import signing
+from wh.app import lockfiles
 from wh.app.fetch import configured_pip_env, fetch
 from wh.app.hooks import TargetSpec
 from wh.app.loadscan import copy_records
@@ -365,7 +366,7 @@ def open_bundle(
     progress.status(f"bundle manifest verified: {checked} file(s) match {MANIFEST}")
     info = read_info(root)
     lock_path = root / info.get("lock", "")
-    lockmod.read(lock_path)  # the lock's own digest, before anything changes
+    lockfiles.read(lock_path)  # the lock's own digest, before anything changes
     return lock_path
 
 

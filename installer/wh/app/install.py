@@ -14,6 +14,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from wh import progress
 from wh.airgap.fleet import download_locked
+from wh.app import lockfiles
 from wh.app.asked import Asked
 from wh.app.breaking import refuse_breaking
 from wh.app.verification import raise_on_failures, verify_env
@@ -148,7 +149,7 @@ def do_install(
 ) -> InstallResult:
     """Install the lock at ``lock_path`` (or ``lock``, already read) into ``python``;
     ``asked`` adds the command line's protections and checks to the lock's."""
-    lock = lock or lockmod.read(lock_path)
+    lock = lock or lockfiles.read(lock_path)
     # only the prefix is needed before the lock is held; a venv's is found without running
     # its interpreter (one probe of 0.1-0.2 s less), another's from the probe cache
     prefix = venv_prefix(python) or probe(python, cached=True).prefix

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from packaging.utils import NormalizedName
 
 from wh import progress
-from wh.app import loadscan
+from wh.app import loadscan, lockfiles
 from wh.app.breaking import refuse_breaking
 from wh.app.hooks import TargetSpec
 from wh.app.lockreport import LockCheckReport, LockResult
@@ -133,7 +133,7 @@ def do_lock(
         index_url=index_url,
         load_check=loadscan.lock_record(report, load),
     )
-    changed = lockmod.write(lock_path, data) if write else False
+    changed = lockfiles.write(lock_path, data) if write else False
     summary = loadscan.summary(report, load)
     return LockResult(
         lock_path, changed, resolution, wh, target, data, skipped, tuple(overwrites), summary

@@ -13,9 +13,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
+from wh.app import lockfiles
 from wh.env.environment import default_python, probe
 from wh.errors import NotInLockError
-from wh.model import lockfile as lockmod
 from wh.model.candidates import CandidateIndex
 from wh.model.lockfile import Lock
 from wh.model.requiredby import RequiredBy
@@ -183,7 +183,7 @@ def why(
 ) -> WhyReport:
     """Why ``name`` is in the lock at ``lock_path``; with ``version``, why that version was
     not chosen (against the wheelhouse's wheels); with ``libraries``, what it loads."""
-    lock = lockmod.read(lock_path)
+    lock = lockfiles.read(lock_path)
     key = canonicalize_name(name)
     dropped = tuple(
         d

@@ -27,13 +27,13 @@ def export_cmd(
     """Write a lock as pinned requirements with hashes, for `pip install --no-deps
     --require-hashes -r FILE` on machines that reach a served wheelhouse."""
     from wh.airgap.fleet import requirements_text
-    from wh.model import lockfile as lockmod
+    from wh.app import lockfiles
     from wh.model.profile import default_lock_path
 
     if not lockfile and not profile_name:
         raise click.UsageError("name a PROFILE or pass --lockfile")
     path = lockfile or default_lock_path(str(profile_name))
-    text = requirements_text(lockmod.read(path))
+    text = requirements_text(lockfiles.read(path))
     if output is not None:
         output.write_text(text, encoding="utf-8")
     if as_json:

@@ -516,9 +516,10 @@ def install(
                 load=load,
             )
             if dry_run:
+                from wh.app import lockfiles
                 from wh.model import lockfile as lockmod
 
-                preread = lockmod.parse(made.data, path)
+                preread = lockmod.parse(made.data, path, url_wheels=lockfiles.url_wheels())
         result = do_install(
             path,
             python,
@@ -601,10 +602,10 @@ def _print_findings(findings: list[Any]) -> None:
 )
 def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
     """Check an environment against PROFILE's lock: closure, protections, checks."""
+    from wh.app import lockfiles
     from wh.app.asked import from_flags
     from wh.app.verification import verify_env
     from wh.env.environment import default_python
-    from wh.model import lockfile as lockmod
     from wh.model.profile import default_lock_path
 
     name = kw["profile_name"]
@@ -623,7 +624,7 @@ def verify(as_json: bool, verbose: int, python: Path | None, **kw: Any) -> None:
     recovered = recover_env(target)  # a killed install is rolled back
     if recovered:
         click.echo(recovered, err=True)
-    findings = verify_env(lockmod.read(path), target, asked=asked)
+    findings = verify_env(lockfiles.read(path), target, asked=asked)
     _emit(
         as_json,
         {"lockfile": str(path), "verify": [f.to_json() for f in findings]},
