@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from wh.app.profiles import load_profile
 from wh.cli.main import cli
 from wh.errors import ProfileError
 from wh.model.candidates import CandidateIndex
 from wh.model.manifest import Manifest
-from wh.model.profile import Profile, load_profile
+from wh.model.profile import Profile
 from wh.model.target import declared
 from wh.resolve.resolver import resolve
 

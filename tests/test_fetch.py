@@ -258,7 +258,7 @@ def test_index_option_parsing() -> None:
 
 
 def test_profile_indexes_key(tmp_path: Path) -> None:
-    from wh.model.profile import load_profile
+    from wh.app.profiles import load_profile
 
     cfg = tmp_path / "wh.toml"
     cfg.write_text(

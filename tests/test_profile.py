@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from wh.app.profiles import load_profile
 from wh.errors import ProfileError
-from wh.model.profile import load_profile
 
 
 def test_builtin_unlimited_ocr() -> None:

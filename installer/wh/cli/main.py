@@ -191,7 +191,8 @@ def _load(kw: dict[str, Any]) -> Any:
 
 
 def _profile(kw: dict[str, Any]) -> Profile:
-    from wh.model.profile import Profile, default_search, load_profile
+    from wh.app.profiles import default_search, load_profile
+    from wh.model.profile import Profile
 
     name = kw["profile_name"]
     if name:
@@ -229,7 +230,8 @@ def _manifest(
 def _known_profile(kw: dict[str, Any]) -> Profile:
     """The named profile where one is given and defined; else an empty one (a lock made
     from flags, or a bundle's, carries its own protections and checks)."""
-    from wh.model.profile import Profile, default_search, find_profile
+    from wh.app.profiles import default_search, find_profile
+    from wh.model.profile import Profile
 
     name = kw["profile_name"]
     found = find_profile(name, [*kw["configs"], *default_search(Path.cwd())]) if name else None
