@@ -20,7 +20,12 @@ def read(path: Path, *, require_digest: bool = True) -> Lock:
     """Parse and validate a lock; refuse hand edits, weak hashes and malformed entries."""
     if not path.is_file():
         raise LockMissingError(path)
-    return parse(path.read_bytes(), path, require_digest=require_digest, url_wheels=url_wheels())
+    return from_bytes(path.read_bytes(), path, require_digest=require_digest)
+
+
+def from_bytes(data: bytes, path: Path, *, require_digest: bool = True) -> Lock:
+    """A lock's bytes as if read from ``path`` (a lock made but not written: a dry run)."""
+    return parse(data, path, require_digest=require_digest, url_wheels=url_wheels())
 
 
 def write(path: Path, data: bytes) -> bool:

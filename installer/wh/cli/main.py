@@ -519,9 +519,8 @@ def install(
             )
             if dry_run:
                 from wh.app import lockfiles
-                from wh.model import lockfile as lockmod
 
-                preread = lockmod.parse(made.data, path, url_wheels=lockfiles.url_wheels())
+                preread = lockfiles.from_bytes(made.data, path)
         result = do_install(
             path,
             python,
