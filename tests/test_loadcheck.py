@@ -707,3 +707,73 @@ def test_a_kernel_is_compared_with_the_torch_installed_outside_the_lock() -> Non
     assert check([kernel], for_target(target), None, installed("2.11.0+cu130")).problems == ()
     other = check([kernel], for_target(target), None, installed("2.10.0+cu130")).problems
     assert len(other) == 1 and "the lock has torch 2.10.0+cu130" in other[0].message
+
+
+# -- a dynamic segment far into a large library: read from a deflate block near it ---------
+
+
+def _big_library(folder: Path) -> bytes:
+    """A real library with ~3 MB of code-like bytes (``.incbin``) before its dynamic
+    segment, needing libc, libm and a library named by rpath."""
+    rnd = __import__("random").Random(23)
+    words = [rnd.randbytes(rnd.randint(2, 12)) for _ in range(500)]
+    blob = bytearray()
+    while len(blob) < (3 << 20):
+        blob += rnd.choice(words) if rnd.random() < 0.8 else rnd.randbytes(rnd.randint(1, 40))
+    (folder / "blob.bin").write_bytes(bytes(blob))
+    code = (
+        "#include <math.h>\n"
+        '__asm__(".section .rodata\\n.incbin \\"blob.bin\\"\\n.previous");\n'
+        "double big(double x) { return sin(x); }\n"
+    )
+    return _gcc(folder / "libbig.so", code, "-lm", f"-I{folder}", "-Wl,-rpath,$ORIGIN/../x.libs")
+
+
+@needs_gcc
+def test_a_far_dynamic_segment_is_read_from_a_block_near_it_and_matches_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wh.wheel import deflatetail
+    from wh.wheel import natives as nat
+
+    build = tmp_path / "build"
+    build.mkdir()
+    monkeypatch.chdir(build)  # .incbin finds its file from the assembler's directory
+    data = _big_library(build)
+    w = make_wheel(tmp_path / "wh", "big", "1", files={"big/libbig.so": data})
+    truth = nat.file_natives(build, ["libbig.so"]).binaries[0]  # read from disk, seekably
+    assert "libm.so.6" in truth.needed and truth.runpath and truth.versions
+
+    monkeypatch.setattr(nat, "TAIL_GAP", 256 << 10)
+    starts: list[deflatetail.Start] = []
+    real = deflatetail.find_start
+
+    def spy(*a: Any, **k: Any) -> deflatetail.Start:
+        starts.append(real(*a, **k))
+        return starts[-1]
+
+    monkeypatch.setattr(deflatetail, "find_start", spy)
+    got = wheel_natives(w).binaries[0]
+    assert starts and starts[0].offset > (2 << 20)  # the dynamic segment was not reached
+    # by inflating from the start
+    assert (got.needed, got.runpath, got.versions, got.machine) == (
+        truth.needed,
+        truth.runpath,
+        truth.versions,
+        truth.machine,
+    )
+
+    # what depends on the unread window is not trusted: read from the start instead
+    def disagree(self: deflatetail.TailReader, n: int) -> tuple[bytes, bytes]:
+        a, b = real_pair(self, n)
+        return a, bytes(x ^ 1 for x in b)
+
+    real_pair = deflatetail.TailReader.read_pair
+    monkeypatch.setattr(deflatetail.TailReader, "read_pair", disagree)
+    assert wheel_natives(w).binaries[0] == got
+
+    def unavailable(*a: Any, **k: Any) -> deflatetail.Start:
+        raise deflatetail.TailUnavailable("none")
+
+    monkeypatch.setattr(deflatetail, "find_start", unavailable)  # no block start: the same
+    assert wheel_natives(w).binaries[0] == got

@@ -8,7 +8,9 @@ Nothing is unpacked to disk and no member is held whole in memory: a member is i
 a stream and only the byte ranges the parsers need are kept (the first ``PREFIX`` bytes,
 which hold the headers, ``.dynstr`` and ``.gnu.version_r`` of an ordinary library, and the
 dynamic segment, which lies near the end). When a string table lies past the prefix, the
-member is streamed a second time keeping only that range. Every size a binary declares is
+member is streamed a second time keeping only that range. A range far into a deflated
+member is read from a deflate block found just before it (``deflatetail``), so a 700 MB
+library is not inflated to reach its last megabyte. Every size a binary declares is
 bounded (``LIMITS``): a hostile or truncated binary becomes a ``Binary`` with ``problem``
 set, never an exception out of this module or a large allocation.
 """
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, cast
 
+from wh.wheel import deflatetail
 from wh.wheel.wheelfile import _fast_index  # one read of the central directory
 
 PREFIX = 8 << 20  # bytes kept from the start of every member
@@ -39,6 +42,8 @@ VERNEED_WINDOW = 64 << 10  # bytes kept from DT_VERNEED (records of ~100 librari
 HEAD = 64 << 10  # bytes kept first from an ELF member: its header and program headers
 STRTAB_WHOLE = 256 << 10  # a dynamic string table up to this size is kept whole
 STRING_WINDOW = 4 << 10  # bytes kept at each string a need names (grown while no NUL)
+TAIL_GAP = 8 << 20  # inflating more than this to reach a range: look for a block start near it
+TAIL_RETRY = 4 << 20  # how much further back a second block start is looked for
 
 LIMITS = {
     "prefix": PREFIX,
@@ -148,7 +153,18 @@ class _Sparse(io.RawIOBase):
             if len(first) > len(head):
                 self._ranges[len(head)] = memoryview(first)[len(head) :]
         self._starts = sorted(self._ranges)
+        self._head = len(head)
         self._pos = 0
+
+    def add(self, ranges: dict[int, Bytes]) -> None:
+        """More kept ranges (the patched header still shadows the first bytes)."""
+        for o, data in ranges.items():
+            if o < self._head:
+                if o + len(data) <= self._head:
+                    continue
+                data, o = memoryview(data)[self._head - o :], self._head  # type: ignore[assignment]
+            self._ranges[o] = data
+        self._starts = sorted(self._ranges)
 
     def readable(self) -> bool:
         return True
@@ -191,11 +207,14 @@ class _Missing(Exception):
 
 
 class _Cursor:
-    """One forward pass over a member: its stream and how far it has read."""
+    """One forward pass over a member: its stream and how far it has read. A pass that
+    starts at a block found near the end (``deflatetail``) starts at that block's offset
+    and checks that what it keeps does not depend on the bytes before it."""
 
-    def __init__(self, f: IO[bytes]) -> None:
+    def __init__(self, f: IO[bytes], pos: int = 0) -> None:
         self.f = f
-        self.pos = 0
+        self.pos = pos
+        self.tail = isinstance(f, deflatetail.TailReader)
 
 
 class _Stream:
@@ -203,14 +222,20 @@ class _Stream:
     inflated is read by a second pass from the start, while the first pass stays where it
     is for ranges further on (a library whose string table was moved to its end has its
     version needs near the start and its string table past the dynamic segment: each pass
-    then inflates only up to its own range). A seekable stream (an installed file) is read
-    at the ranges only."""
+    then inflates only up to its own range). A range far past every pass (a dynamic segment
+    after hundreds of MB of code) is read by a pass that starts at a deflate block found
+    just before it, where the member's stream can say where one is (``tail_reader``); where
+    none checks out, or what it reads depends on the unread bytes before it, the range is
+    inflated from the start as before. A seekable stream (an installed file) is read at the
+    ranges only."""
 
-    PASSES = 2  # forward passes open at once
+    PASSES = 3  # forward passes open at once
 
-    def __init__(self, open_member: Callable[[], IO[bytes]]) -> None:
+    def __init__(self, open_member: Callable[[], IO[bytes]], size: int = 0) -> None:
         self._open = open_member
+        self._size = size
         self._cursors: list[_Cursor] = []
+        self._tails = True  # whether a pass may start near a range (off after a failure)
 
     def keep(self, wanted: list[tuple[int, int]]) -> dict[int, Bytes]:
         """The bytes of each ``(offset, size)`` range (shorter where the member ends)."""
@@ -235,7 +260,7 @@ class _Stream:
                 spans.append([o, o + s])
         got: dict[int, bytearray] = {}
         for lo, hi in spans:
-            got[lo] = self._read(self._cursor(lo), lo, hi - lo)
+            got[lo] = self._read_span(lo, hi)
         out = {}
         for o, s in wanted:
             lo = max(x for x in got if x <= o)
@@ -243,19 +268,54 @@ class _Stream:
             out[o] = span if (o, s) == (lo, len(span)) else bytes(span[o - lo : o - lo + s])
         return out
 
-    def _cursor(self, offset: int) -> _Cursor:
-        """The pass that reaches ``offset`` soonest: the one nearest before it, else a new
-        pass from the start (replacing the pass furthest behind when all are open)."""
+    def _read_span(self, lo: int, hi: int) -> bytearray:
+        """``lo..hi``; where a pass from a block start finds bytes that depend on the
+        unread window, once more from a block start ``TAIL_RETRY`` further back, then
+        from the start."""
+        back = 0
+        while True:
+            c = self._cursor(lo, back)
+            try:
+                return self._read(c, lo, hi - lo)
+            except deflatetail.WindowDependent:
+                self._drop(c)
+                if back:
+                    self._tails = False
+                back = TAIL_RETRY
+
+    def _cursor(self, offset: int, back: int = 0) -> _Cursor:
+        """The pass that reaches ``offset`` soonest: the one nearest before it; a pass from a
+        block start near ``offset`` when that one is far behind; else a new pass from the
+        start (replacing the pass furthest behind when all are open)."""
         before = [c for c in self._cursors if c.pos <= offset]
-        if before:
-            return max(before, key=lambda c: c.pos)
+        best = max(before, key=lambda c: c.pos) if before else None
+        behind = offset - (best.pos if best is not None else 0)
+        if behind > TAIL_GAP and self._tails and self._size - offset < behind:
+            floor = best.pos if best is not None else 0
+            tail = self._tail(max(floor, offset - back), floor)
+            if tail is not None:
+                return tail
+        if best is not None:
+            return best
+        return self._add(_Cursor(self._open()))
+
+    def _tail(self, offset: int, floor: int) -> _Cursor | None:
+        make = getattr(self._cursors[0].f, "tail_reader", None) if self._cursors else None
+        reader = make(offset, floor, self._size) if make is not None else None
+        if reader is None:
+            self._tails = False
+            return None
+        return self._add(_Cursor(reader, reader.start))
+
+    def _add(self, c: _Cursor) -> _Cursor:
         if len(self._cursors) >= self.PASSES:
-            old = min(self._cursors, key=lambda c: c.pos)
-            old.f.close()
-            self._cursors.remove(old)
-        c = _Cursor(self._open())
+            self._drop(min(self._cursors[1:], key=lambda x: x.pos))
         self._cursors.append(c)
         return c
+
+    def _drop(self, c: _Cursor) -> None:
+        c.f.close()
+        self._cursors.remove(c)
 
     @staticmethod
     def _read(c: _Cursor, offset: int, size: int) -> bytearray:
@@ -265,13 +325,19 @@ class _Stream:
         filled = 0
         end = offset + size
         while c.pos < end:
-            chunk = c.f.read(min(CHUNK, end - c.pos))
+            if c.tail:  # both inflations; the kept bytes must agree
+                chunk, other = cast(deflatetail.TailReader, c.f).read_pair(min(CHUNK, end - c.pos))
+            else:
+                chunk = other = c.f.read(min(CHUNK, end - c.pos))
             if not chunk:
                 break
             cend = c.pos + len(chunk)
             lo, hi = max(offset, c.pos), min(end, cend)
             if lo < hi:
-                buf[lo - offset : hi - offset] = memoryview(chunk)[lo - c.pos : hi - c.pos]
+                piece = memoryview(chunk)[lo - c.pos : hi - c.pos]
+                if c.tail and piece != memoryview(other)[lo - c.pos : hi - c.pos]:
+                    raise deflatetail.WindowDependent(f"bytes {lo}..{hi}")
+                buf[lo - offset : hi - offset] = piece
                 filled = hi - offset
             c.pos = cend
         if filled < size:  # the member ended first
@@ -293,7 +359,7 @@ def _read_refusing(
 ) -> Binary:
     """``read`` of one member of ``kind`` ("elf", "pe"); whatever its bytes make the
     parser raise becomes the Binary's problem."""
-    stream = _Stream(open_member)
+    stream = _Stream(open_member, size)
     try:
         return read(member, size, stream)
     except _Unreadable as exc:
@@ -322,14 +388,18 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
         raise _Unreadable("not an ELF file (no ELF magic)")
     head = _hidden_sections(first[:64])
 
+    sparse = _Sparse(size, kept, head)
+    elf = _elf(sparse)  # one parser per member: building pyelftools' structs costs ~1 ms
+
     def more(ranges: list[tuple[int, int]]) -> Any:
-        """Keep the ranges not kept yet; the ELF file over everything kept."""
+        """Keep the ranges not kept yet; the ELF file, now over everything kept."""
         missing = [(o, n) for o, n in ranges if not _covered(kept, o, n)]
         if missing:
-            kept.update(stream.keep(missing))
-        return _elf(_Sparse(size, kept, head))
+            new = stream.keep(missing)
+            kept.update(new)
+            sparse.add(new)
+        return elf
 
-    elf = _elf(_Sparse(size, kept, head))
     machine = str(elf["e_machine"]).removeprefix("EM_").lower()
     phoff, phnum, phsize = elf["e_phoff"], elf["e_phnum"], elf["e_phentsize"]
     if phoff + phnum * phsize > prefix:
@@ -618,6 +688,7 @@ class _Inflater(io.RawIOBase):
         if sig != b"PK\x03\x04" or self._f.read(nlen) != name.encode("utf-8"):
             raise zipfile.BadZipFile(f"{name}: bad local file header")
         self._f.seek(xlen, io.SEEK_CUR)
+        self._path, self._base, self._packed, self._method = path, self._f.tell(), packed, method
         self._left = packed
         self._z = _inflate_lib.decompressobj(-15) if method == 8 else None
         self._tail = b""
@@ -645,9 +716,39 @@ class _Inflater(io.RawIOBase):
             out += piece
         return bytes(out)
 
+    def tail_reader(self, target: int, floor: int, size: int) -> deflatetail.TailReader | None:
+        """A reader from a checked deflate block start at or before ``target`` (past
+        ``floor``), on its own file handle; None where the member is not deflated or no
+        block start checks out."""
+        if self._method != 8:
+            return None
+        f = self._path.open("rb")
+        base = self._base
+
+        def read_at(offset: int, n: int) -> bytes:
+            f.seek(base + offset)
+            return f.read(n)
+
+        fast = cast(Callable[[bytes], Any], _fast_inflater)
+        try:
+            start = deflatetail.find_start(
+                read_at, self._packed, size, target, fast=fast, floor=floor
+            )
+        except deflatetail.TailUnavailable:
+            f.close()
+            return None
+        except BaseException:
+            f.close()
+            raise
+        return deflatetail.TailReader(read_at, self._packed, start, fast=fast, on_close=f.close)
+
     def close(self) -> None:
         self._f.close()
         super().close()
+
+
+def _fast_inflater(mark: bytes) -> Any:
+    return _inflate_lib.decompressobj(-15, zdict=mark)
 
 
 @dataclass(frozen=True)

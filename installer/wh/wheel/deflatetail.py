@@ -1,0 +1,329 @@
+"""Inflate the tail of a deflated zip member without inflating what comes before it.
+
+A library's dynamic segment lies near its end, and a deflate stream can only be read from
+its start, so reading what a 700 MB library needs used to mean inflating 700 MB. Deflate
+has no index, but its blocks start wherever the compressor ended the last one, and a block
+header is strict enough to find: this module looks for one a little before the wanted
+offset, checks it by inflating from there to the member's end, and then reads forward from
+it. Two facts make the result exact, not a guess:
+
+* **Where the block starts.** Inflating from a true block start to the end of the stream
+  gives the member's last ``n`` bytes, so the block starts at ``size - n``. A false start
+  (bits that only look like a header) fails to reach the stream's final block exactly at the
+  member's last byte; it is dropped and the next candidate tried.
+* **What does not depend on the bytes before it.** A block may copy from the 32 KiB before
+  it, which were never inflated. The tail is inflated twice in step, once over a window of
+  marker bytes and once over their complement: a byte that is the same in both came from
+  literals only, and a byte copied (however indirectly) from the window differs. Only bytes
+  that agree are returned as read; any other byte in a range the caller keeps makes the
+  reader raise ``WindowDependent``, and the caller inflates from the start instead.
+
+Candidates are found with bit-parallel tests over a window of compressed bytes (a Python
+int holds one bit per stream position): the block type, the code counts, and that the code
+lengths of the code-length code form a complete prefix code, as zlib requires. Stored
+blocks are found by their length and its complement. Everything here is bounded (the
+search by ``MAX_SEARCH``, each read by its caller) and raises only ``zlib.error``-free
+``TailUnavailable``/``WindowDependent``.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+WINDOW = 32 << 10  # deflate's back-reference window
+_MARK_A = bytes(range(256)) * (WINDOW // 256)
+_MARK_B = bytes(b ^ 0xFF for b in _MARK_A)  # differs from _MARK_A at every position
+SEARCH = 16 << 10  # compressed bytes tested for block starts at a time
+MAX_SEARCH = 2 << 20  # compressed bytes searched before giving up on a tail start
+TRIAL = 4096  # compressed bytes a candidate is first tried on
+TRIAL_OUT = 1024  # bytes a candidate must inflate without error to be tried to the end
+CHUNK = 256 << 10  # compressed bytes read (and shifted) at a time
+HEADER_BITS = 17 + 3 * 19  # a dynamic block's header up to its last code-length code
+
+ReadAt = Callable[[int, int], bytes]  # (offset in the member's compressed data, size)
+
+
+class TailUnavailable(Exception):
+    """No block start was found (or none checked out) before the wanted offset."""
+
+
+class WindowDependent(Exception):
+    """A byte the caller keeps depends on the 32 KiB before the block that was not read."""
+
+
+def dynamic_candidates(window: bytes) -> list[int]:
+    """Bit offsets in ``window`` where a dynamic-Huffman block header could start: block
+    type 2, at most 286 literal/length and 30 distance codes, and code lengths of the
+    code-length code that form a complete prefix code. Ascending."""
+    nbits = len(window) * 8 - HEADER_BITS
+    if nbits <= 0:
+        return []
+    x = int.from_bytes(window, "little")
+    full = (1 << nbits) - 1
+
+    def bit(k: int) -> int:  # bit k of the header, at every position at once
+        return (x >> k) & full
+
+    def flip(v: int) -> int:
+        return ~v & full
+
+    ok = flip(bit(1)) & bit(2)  # BTYPE = 2 (dynamic), read low bit first; BFINAL either
+    ok &= flip(bit(4) & bit(5) & bit(6) & bit(7))  # HLIT <= 29
+    ok &= flip(bit(9) & bit(10) & bit(11) & bit(12))  # HDIST <= 29
+    hclen = [bit(13 + i) for i in range(4)]
+    hclen_not = [flip(v) for v in hclen]
+    at_least = [0] * 17  # at_least[v]: HCLEN >= v
+    for v in range(15, -1, -1):
+        eq = full
+        for i in range(4):
+            eq &= hclen[i] if (v >> i) & 1 else hclen_not[i]
+        at_least[v] = at_least[v + 1] | eq
+    # sum of 2**(7 - length) over the HCLEN + 4 code lengths, bit-sliced: complete iff 128
+    total = [0] * 11
+    for k in range(19):
+        if not ok:
+            break
+        p = 17 + 3 * k
+        lo, mid, hi = bit(p), bit(p + 1), bit(p + 2)
+        lo_n, mid_n, hi_n = flip(lo), flip(mid), flip(hi)
+        present = full if k < 4 else at_least[k - 3]
+        for weight in range(7):
+            length = 7 - weight
+            m = present
+            m &= lo if length & 1 else lo_n
+            m &= mid if length & 2 else mid_n
+            m &= hi if length & 4 else hi_n
+            i = weight
+            while m and i < len(total):
+                total[i], m = total[i] ^ m, total[i] & m
+                i += 1
+    for i, t in enumerate(total):
+        ok &= t if i == 7 else flip(t)
+    out = []
+    while ok:
+        low = ok & -ok
+        out.append(low.bit_length() - 1)
+        ok ^= low
+    return out
+
+
+def stored_candidates(window: bytes) -> list[int]:
+    """Byte offsets in ``window`` where a stored block's LEN and NLEN could start (NLEN is
+    LEN's complement). Ascending."""
+    if len(window) < 4:
+        return []
+    v = int.from_bytes(window, "little")
+    # byte i of ``x`` is window[i] ^ window[i + 2]: LEN and NLEN make two 0xFF in a row
+    x = ((v ^ (v >> 16)) & ((1 << (8 * (len(window) - 3))) - 1)).to_bytes(len(window), "little")
+    out = []
+    i = x.find(b"\xff\xff")
+    while 0 <= i < len(window) - 3:
+        out.append(i)
+        i = x.find(b"\xff\xff", i + 1)
+    return out
+
+
+def _shifted(data: bytes, bit: int) -> bytes:
+    """``data`` read from bit ``bit`` of its first byte on (deflate's bit order), as bytes;
+    the last byte is padded with zero bits."""
+    if bit == 0:
+        return data
+    return (int.from_bytes(data, "little") >> bit).to_bytes(len(data), "little")
+
+
+@dataclass(frozen=True)
+class Start:
+    """A checked block start: where its bits begin in the compressed data, the byte put in
+    front of them (a stored block's header, which lies in bits not read), and the
+    uncompressed offset of its first byte."""
+
+    bit: int
+    prefix: bytes
+    offset: int
+
+
+def _feed(read_at: ReadAt, packed: int, bit: int, prefix: bytes) -> Iterator[bytes]:
+    """The compressed bytes from bit ``bit`` on, shifted to start at a byte, in chunks."""
+    pos, shift = divmod(bit, 8)
+    if prefix:
+        yield prefix
+    while pos < packed:
+        n = min(CHUNK, packed - pos)
+        data = read_at(pos, n + 1 if pos + n < packed else n)
+        if len(data) < n:
+            raise TailUnavailable("member data cut short")
+        out = _shifted(data, shift)[:n]
+        pos += n
+        yield out
+
+
+def _inflater(mark: bytes) -> zlib._Decompress:
+    return zlib.decompressobj(-15, zdict=mark)
+
+
+def _trial(window: bytes, bit: int, prefix: bytes) -> bool:
+    byte, shift = divmod(bit, 8)
+    data = prefix + _shifted(window[byte : byte + TRIAL + 1], shift)[:TRIAL]
+    d = _inflater(_MARK_A)
+    try:
+        out = d.decompress(data, TRIAL_OUT)
+    except zlib.error:
+        return False
+    return len(out) >= TRIAL_OUT or d.eof
+
+
+def _length_to_end(
+    read_at: ReadAt, packed: int, size: int, bit: int, prefix: bytes, make: Callable[[], object]
+) -> int | None:
+    """How many bytes inflate from ``bit`` to the stream's end, or None where the stream
+    does not end exactly at the member's last compressed byte, or would inflate to more
+    than the member's ``size`` (not a block start: a false one can inflate to 258 bytes a
+    bit)."""
+    d = make()
+    n = 0
+    try:
+        left = 0  # compressed bytes after the stream's end
+        for chunk in _feed(read_at, packed, bit, prefix):
+            if d.eof:  # type: ignore[attr-defined]
+                left += len(chunk)
+                continue
+            while chunk and not d.eof:  # type: ignore[attr-defined]
+                out = d.decompress(chunk, CHUNK)  # type: ignore[attr-defined]
+                n += len(out)
+                if n > size:
+                    return None
+                chunk = d.unconsumed_tail  # type: ignore[attr-defined]
+            left += len(chunk)
+        while not d.eof:  # type: ignore[attr-defined]
+            out = d.decompress(b"", CHUNK)  # type: ignore[attr-defined]
+            if not out:
+                break
+            n += len(out)
+            if n > size:
+                return None
+    except zlib.error:
+        return None
+    except Exception as exc:  # ISA-L raises its own error type for bad streams
+        if type(exc).__name__ in ("IsalError", "error"):
+            return None
+        raise
+    if not d.eof or left + len(d.unused_data) > 1:  # type: ignore[attr-defined]
+        return None  # the stream ended before the member's data did, or never
+    return n
+
+
+def find_start(
+    read_at: ReadAt,
+    packed: int,
+    size: int,
+    target: int,
+    *,
+    fast: Callable[[bytes], object] | None = None,
+    floor: int = 0,
+) -> Start:
+    """A checked block start at or before uncompressed offset ``target`` (and after
+    ``floor``, the furthest offset the caller has already inflated to), found by searching
+    back from where the compressed data's average ratio puts ``target``. ``fast`` makes the
+    inflater that counts the tail's length (ISA-L where installed; it takes a zdict)."""
+    if size <= 0 or packed <= 0:
+        raise TailUnavailable("empty member")
+    make = (lambda: fast(_MARK_A)) if fast is not None else (lambda: _inflater(_MARK_A))
+    guess = int(packed * (target / size))
+    margin = max(SEARCH, packed // 64)
+    for _ in range(3):
+        at = max(0, guess - margin)
+        start = _search(read_at, packed, size, at, make)
+        if start.offset <= target:
+            if start.offset < floor:
+                raise TailUnavailable("the block start found lies before what was inflated")
+            return start
+        # the block starts past the target: the tail compresses better than the average
+        over = start.offset - target
+        guess = at - int(packed * (over / size)) * 2
+        margin *= 2
+        if at == 0:
+            break
+    raise TailUnavailable(f"no block start found before offset {target}")
+
+
+def _search(read_at: ReadAt, packed: int, size: int, at: int, make: Callable[[], object]) -> Start:
+    searched = 0
+    while searched < MAX_SEARCH and at + searched < packed:
+        base = at + searched
+        window = read_at(base, min(SEARCH + HEADER_BITS, packed - base))
+        cands = [(b, b"") for b in dynamic_candidates(window) if b < SEARCH * 8]
+        cands += [(8 * i, b"\x00") for i in stored_candidates(window) if i < SEARCH]
+        for bit, prefix in sorted(cands):
+            if not _trial(window, bit, prefix):
+                continue
+            total = _length_to_end(read_at, packed, size, base * 8 + bit, prefix, make)
+            if total is not None:
+                return Start(base * 8 + bit, prefix, size - total)
+        searched += SEARCH
+    raise TailUnavailable("no block start in the searched compressed bytes")
+
+
+class TailReader(io.RawIOBase):
+    """Inflates forwards from a checked ``Start``, twice in step (see the module
+    docstring). ``read_pair`` returns both inflations of the next bytes; ``read`` returns
+    them only where they agree, and raises ``WindowDependent`` otherwise."""
+
+    def __init__(
+        self,
+        read_at: ReadAt,
+        packed: int,
+        start: Start,
+        *,
+        fast: Callable[[bytes], Any] | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self.start = start.offset
+        self._feed = _feed(read_at, packed, start.bit, start.prefix)
+        make = fast or _inflater
+        self._a = make(_MARK_A)
+        self._b = make(_MARK_B)
+        self._tail = b""
+        self._done = False
+        self._on_close = on_close
+
+    def close(self) -> None:
+        if self._on_close is not None:
+            self._on_close()
+            self._on_close = None
+        super().close()
+
+    def readable(self) -> bool:
+        return True
+
+    def read_pair(self, n: int) -> tuple[bytes, bytes]:
+        out_a = bytearray()
+        out_b = bytearray()
+        while len(out_a) < n and not self._done:
+            if not self._tail:
+                self._tail = next(self._feed, b"")
+                if not self._tail:
+                    piece_a = self._a.flush()
+                    piece_b = self._b.flush()
+                    out_a += piece_a
+                    out_b += piece_b
+                    self._done = True
+                    break
+            want = n - len(out_a)
+            piece_a = self._a.decompress(self._tail, want)
+            piece_b = self._b.decompress(self._tail, want)
+            self._tail = self._a.unconsumed_tail
+            out_a += piece_a
+            out_b += piece_b
+            if self._a.eof:
+                self._done = True
+        return bytes(out_a), bytes(out_b)
+
+    def read(self, n: int | None = -1) -> bytes:
+        a, b = self.read_pair(CHUNK if n is None or n < 0 else n)
+        if a != b:
+            raise WindowDependent("inflated bytes depend on the unread window")
+        return a

@@ -1,0 +1,129 @@
+"""Reading a deflate stream from a block found near the end (wh.wheel.deflatetail), from
+values: streams made by zlib here, at the levels and shapes wheels have."""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+import pytest
+from wh.wheel import deflatetail as dt
+
+
+def _raw(data: bytes, level: int = 6) -> bytes:
+    c = zlib.compressobj(level, zlib.DEFLATED, -15)
+    return c.compress(data) + c.flush()
+
+
+def _reader(packed: bytes) -> dt.ReadAt:
+    def read_at(offset: int, n: int) -> bytes:
+        return packed[offset : offset + n]
+
+    return read_at
+
+
+def _binaryish(n: int, seed: int) -> bytes:
+    """Bytes shaped like a library: instruction-like runs, tables, repeats, zero padding."""
+    rnd = random.Random(seed)
+    words = [rnd.randbytes(rnd.randint(2, 12)) for _ in range(400)]
+    out = bytearray()
+    while len(out) < n:
+        pick = rnd.random()
+        if pick < 0.7:
+            out += rnd.choice(words)
+        elif pick < 0.9:
+            out += rnd.randbytes(rnd.randint(1, 64))
+        else:
+            out += b"\x00" * rnd.randint(1, 300)
+    return bytes(out[:n])
+
+
+def _tail(packed: bytes, size: int, start: dt.Start) -> tuple[bytes, bytes]:
+    r = dt.TailReader(_reader(packed), len(packed), start)
+    a, b = bytearray(), bytearray()
+    while True:
+        x, y = r.read_pair(1 << 16)
+        if not x:
+            return bytes(a), bytes(b)
+        a += x
+        b += y
+
+
+@pytest.mark.parametrize("level", [1, 6, 9])
+def test_a_block_start_found_near_a_target_reads_the_exact_tail(level: int) -> None:
+    data = _binaryish(3 << 20, seed=level)
+    packed = _raw(data, level)
+    target = len(data) - (200 << 10)
+    start = dt.find_start(_reader(packed), len(packed), len(data), target)
+    assert 0 < start.offset <= target
+    a, b = _tail(packed, len(data), start)
+    assert len(a) == len(data) - start.offset
+    agree = [i for i in range(len(a)) if a[i] == b[i]]
+    assert agree, "nothing inflated independently of the window"
+    # every byte both inflations agree on is the original byte; the others are not trusted
+    assert all(a[i] == data[start.offset + i] for i in agree)
+    assert len(agree) > len(a) // 4  # much of a tail does not reach back past its start
+
+
+def test_stored_blocks_are_found_in_incompressible_data() -> None:
+    rnd = random.Random(7)
+    data = rnd.randbytes(2 << 20)  # zlib emits stored blocks for what it cannot compress
+    packed = _raw(data)
+    start = dt.find_start(_reader(packed), len(packed), len(data), len(data) - 4096)
+    assert start.prefix == b"\x00" and start.bit % 8 == 0
+    a, b = _tail(packed, len(data), start)
+    assert a == b == data[start.offset :]
+
+
+def test_bytes_copied_from_the_unread_window_are_told_apart() -> None:
+    """Repetitive data: the first bytes after a block start are copies of bytes before it;
+    the two inflations disagree there, and ``read`` refuses them."""
+    rnd = random.Random(3)
+    unit = rnd.randbytes(700)
+    parts = []
+    for i in range(6000):  # the same run again and again, a few bytes changed each time
+        part = bytearray(unit[: 600 + i % 97])
+        for _ in range(8):
+            part[rnd.randrange(len(part))] = rnd.randrange(256)
+        parts.append(bytes(part))
+    data = b"".join(parts)
+    packed = _raw(data)
+    start = dt.find_start(_reader(packed), len(packed), len(data), len(data) * 3 // 4)
+    assert start.offset > 0  # not the stream's first block, which has no window before it
+    a, b = _tail(packed, len(data), start)
+    assert a != b
+    assert all(
+        x == data[start.offset + i] for i, (x, y) in enumerate(zip(a, b, strict=True)) if x == y
+    )
+    with pytest.raises(dt.WindowDependent):
+        dt.TailReader(_reader(packed), len(packed), start).read(1 << 16)
+
+
+def test_no_false_start_in_random_bytes_or_a_cut_stream() -> None:
+    rnd = random.Random(11)
+    noise = rnd.randbytes(1 << 20)
+    with pytest.raises(dt.TailUnavailable):
+        dt.find_start(_reader(noise), len(noise), 4 << 20, 3 << 20)
+    data = _binaryish(2 << 20, seed=5)
+    packed = _raw(data)[: -(50 << 10)]  # the stream never reaches its final block
+    with pytest.raises(dt.TailUnavailable):
+        dt.find_start(_reader(packed), len(packed), len(data), len(data) - (300 << 10))
+
+
+def test_a_start_before_what_was_already_inflated_is_not_taken() -> None:
+    data = _binaryish(1 << 20, seed=9)
+    packed = _raw(data)
+    with pytest.raises(dt.TailUnavailable):
+        dt.find_start(_reader(packed), len(packed), len(data), len(data) - 1000, floor=len(data))
+
+
+def test_candidate_filters_keep_every_true_block_start() -> None:
+    """The bit-parallel header test keeps the start of a stream's first block (a block
+    start by definition) at every bit shift."""
+    data = _binaryish(200 << 10, seed=2)
+    packed = _raw(data)
+    for shift in range(8):
+        window = (int.from_bytes(packed[:20000], "little") << shift).to_bytes(20001, "little")
+        assert shift in dt.dynamic_candidates(window)
+    stored = _raw(random.Random(1).randbytes(100 << 10))
+    assert 1 in dt.stored_candidates(stored)  # LEN/NLEN follow the header byte
