@@ -17,8 +17,8 @@ from wh.wheel.writer import write_wheel
 from tests.envsnap import Scene, diff, make_venv, restored, site_packages, snapshot, wh
 from tests.factory import make_wheel
 
-# entry_points.txt -> (what uv 0.13.9 created, what pip 26.3 created), measured with both
-# on real venvs (None: the backend refused the wheel and wrote nothing)
+# entry_points.txt -> (what uv 0.13.9 created, what pip 26.3 created), as each did in
+# real venvs (None: the backend refused the wheel and wrote nothing)
 CASES = {
     "header-comment": ("[console_scripts] ; comment\na1 = m:f\n", ["a1"], []),
     "comments": (

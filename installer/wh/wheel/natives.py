@@ -665,7 +665,7 @@ def installed_path(member: str) -> str:
     return member
 
 
-try:  # ISA-L inflates about twice as fast as zlib (docs/performance.md); same API
+try:  # ISA-L inflates about twice as fast as zlib (docs/performance.md: ISA-L); same API
     from isal import isal_zlib as _inflate_lib
 except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback
     import zlib as _inflate_lib  # type: ignore[no-redef]
