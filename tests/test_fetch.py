@@ -31,16 +31,11 @@ from wh.model.profile import Override, Profile
 from wh.model.target import declared
 
 from tests.factory import make_wheel
+from tests.indexserver import file_index, simple_url
 
 WIN = declared("win_amd64", "3.12")
 LINUX = declared("manylinux_2_28_x86_64", "3.12")
 WIN_FLAGS = ["--platform", "win_amd64", "--python-version", "3.12"]
-
-
-def _index(folder: Path) -> str:
-    """``folder``'s wheels as a static index; its simple root as a file:// URL."""
-    build_index(folder)
-    return (folder / "simple").as_uri() + "/"
 
 
 def _stack(up: Path) -> None:
@@ -61,7 +56,7 @@ def test_fetch_backtracks_downloads_exactly_the_closure_and_locks(tmp_path: Path
     up, house = tmp_path / "up", tmp_path / "house"
     up.mkdir()
     _stack(up)
-    url = _index(up)
+    url = file_index(up)
     profile = Profile("p").with_flags(requirements=["app"], drops=DROPS)
     report = fetch(Manifest.of(profile), house, [(WIN, None)], index_url=url)
     assert report.missing == []
@@ -94,7 +89,7 @@ def test_fetch_reports_everything_missing_at_once_with_advice(tmp_path: Path) ->
     up.mkdir()
     _stack(up)
     make_wheel(up, "sglang-kernel", "0.4.1", tag="cp312-cp312-manylinux_2_28_x86_64")
-    url = _index(up)
+    url = file_index(up)
     house = tmp_path / "house"
     result = CliRunner().invoke(
         cli,
@@ -127,7 +122,7 @@ def test_dry_run_json_prints_the_closure_and_downloads_nothing(tmp_path: Path) -
     up.mkdir()
     _stack(up)
     house = tmp_path / "house"
-    args = ["fetch", "--dry-run", "--json", "-r", "app", "--index-url", _index(up)]
+    args = ["fetch", "--dry-run", "--json", "-r", "app", "--index-url", file_index(up)]
     for d in DROPS:
         args += ["--drop", d]
     result = CliRunner().invoke(cli, [*args, "--wheelhouse", str(house), *WIN_FLAGS])
@@ -148,7 +143,7 @@ def test_a_different_file_of_the_same_name_is_refused(tmp_path: Path) -> None:
     up.mkdir()
     house.mkdir()
     make_wheel(up, "lib", "1.0")
-    url = _index(up)
+    url = file_index(up)
     make_wheel(house, "lib", "1.0", files={"lib/__init__.py": b"# not the index's\n"})
     report = fetch(
         Manifest.of(Profile("p").with_flags(requirements=["lib"])),
@@ -168,7 +163,7 @@ def test_a_wheel_only_the_wheelhouse_has_joins_the_closure(tmp_path: Path) -> No
     house.mkdir()
     make_wheel(up, "sglang", "0.5.10", ["sglang-kernel==0.4.1"])
     make_wheel(up, "sglang-kernel", "0.4.1", tag="cp312-cp312-manylinux_2_28_x86_64")
-    url = _index(up)
+    url = file_index(up)
     local = make_wheel(house, "sglang-kernel", "0.4.3", tag="cp310-abi3-win_amd64")
     profile = Profile("p", overrides=(Override(Requirement("sglang-kernel==0.4.3")),))
     profile = profile.with_flags(requirements=["sglang"])
@@ -190,8 +185,8 @@ def test_a_package_index_is_the_only_source_of_its_package(tmp_path: Path) -> No
         Manifest.of(profile),
         house,
         [(WIN, None)],
-        index_url=_index(up),
-        indexes={"torch": _index(other)},
+        index_url=file_index(up),
+        indexes={"torch": file_index(other)},
         dry_run=True,
     )
     torch = next(e for e in report.closure if e.name == "torch")
@@ -205,7 +200,7 @@ def test_protected_build_not_on_the_index_is_kept_with_advice(tmp_path: Path) ->
     make_wheel(up, "torch", "2.9.1", tag="cp312-cp312-win_amd64")
     profile = Profile("p").with_flags(requirements=["app"], protections=["torch==2.9.1+cu130"])
     report = fetch(
-        Manifest.of(profile), tmp_path / "h", [(WIN, None)], index_url=_index(up), dry_run=True
+        Manifest.of(profile), tmp_path / "h", [(WIN, None)], index_url=file_index(up), dry_run=True
     )
     assert [e.name for e in report.closure] == ["app"]
     assert len(report.kept) == 1 and "--index torch=URL" in report.kept[0]
@@ -513,9 +508,7 @@ def test_a_wheel_the_index_gives_no_sha256_for_is_not_downloaded(tmp_path: Path)
     (page / "index.html").write_text(f'<a href="../../{wheel.name}">{wheel.name}</a>\n')
     house = tmp_path / "house"
     profile = Profile("p").with_flags(requirements=["lib"])
-    report = fetch(
-        Manifest.of(profile), house, [(WIN, None)], index_url=(up / "simple").as_uri() + "/"
-    )
+    report = fetch(Manifest.of(profile), house, [(WIN, None)], index_url=simple_url(up))
     assert [m.requirement for m in report.missing] == [wheel.name]
     assert "no sha256" in report.missing[0].reason and report.downloaded == []
     assert not list(house.glob("*.whl"))
