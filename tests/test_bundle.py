@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from wh.model.manifest import Manifest
 from wh.model.profile import Checks, Profile
 
 from tests.factory import make_wheel
+from tests.fixtures import bootstrap_offline
 
 PROFILE = Profile(
     name="demo",
@@ -174,17 +174,11 @@ def test_unlisted_wheel_and_unsafe_archive_entries_are_refused(tmp_path: Path) -
 # -- the real thing: wh built and its dependencies fetched, installed with no network ---------
 
 
-def _netns_ok() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    return subprocess.run(["unshare", "-n", "true"], check=False).returncode == 0
-
-
 @pytest.mark.network
 @pytest.mark.slow
-def test_bootstrap_installs_offline_in_a_network_namespace(tmp_path: Path) -> None:
-    if not _netns_ok():
-        pytest.skip("cannot create a network namespace here (`unshare -n` needs root)")
+def test_bootstrap_installs_offline_in_a_network_namespace(
+    no_network: list[str], tmp_path: Path
+) -> None:
     base = Path(sys.base_prefix) / "bin" / "python3"
     house = _wheelhouse(tmp_path)
     out = tmp_path / "demo.zip"
@@ -211,24 +205,8 @@ def test_bootstrap_installs_offline_in_a_network_namespace(tmp_path: Path) -> No
     unpacked = tmp_path / "offline"
     extract(out, unpacked)
     target = tmp_path / "target-venv"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "VIRTUAL"))}
-    env.update(PYTHON=str(base), WH_CACHE_DIR=str(tmp_path / "offline-cache"))
-    env["PATH"] = "/usr/bin:/bin"
-    done = subprocess.run(
-        [
-            "unshare",
-            "-n",
-            "sh",
-            str(unpacked / "demo" / "install.sh"),
-            str(target),
-            "--allow-unsigned",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
+    script = unpacked / "demo" / "install.sh"
+    done = bootstrap_offline(no_network, script, target, base, tmp_path / "offline-cache")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "bundle manifest verified" in done.stderr
     assert "verification passed" in done.stdout

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -31,6 +30,7 @@ from wh.model.profile import Override, Profile
 from wh.model.target import declared
 
 from tests.factory import make_wheel
+from tests.fixtures import bootstrap_offline
 from tests.indexserver import file_index, simple_url
 
 WIN = declared("win_amd64", "3.12")
@@ -404,17 +404,11 @@ def test_real_sglang_profile_resolves_for_manylinux(tmp_path: Path) -> None:
 SMALL = ["-r", "flake8==7.1.1", "--override", "pyflakes==3.1.0", "--check-import", "flake8"]
 
 
-def _netns_ok() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    return subprocess.run(["unshare", "-n", "true"], check=False).returncode == 0
-
-
 @pytest.mark.network
 @pytest.mark.slow
-def test_small_real_profile_fetched_locked_bundled_installed_offline(tmp_path: Path) -> None:
-    if not _netns_ok():
-        pytest.skip("cannot create a network namespace here (`unshare -n` needs root)")
+def test_small_real_profile_fetched_locked_bundled_installed_offline(
+    no_network: list[str], tmp_path: Path
+) -> None:
     base = Path(sys.base_prefix) / "bin" / "python3"
     house = tmp_path / "house"
     runner = CliRunner()
@@ -451,17 +445,8 @@ def test_small_real_profile_fetched_locked_bundled_installed_offline(tmp_path: P
     with zipfile.ZipFile(out) as zf:
         zf.extractall(unpacked)
     target = tmp_path / "target-venv"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "VIRTUAL"))}
-    env.update(PYTHON=str(base), WH_CACHE_DIR=str(tmp_path / "offline-cache"), PATH="/usr/bin:/bin")
     (script,) = unpacked.glob("*/install.sh")
-    done = subprocess.run(
-        ["unshare", "-n", "sh", str(script), str(target), "--allow-unsigned"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
+    done = bootstrap_offline(no_network, script, target, base, tmp_path / "offline-cache")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "verification passed" in done.stdout
     show = subprocess.run(
