@@ -9,25 +9,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from tests.realprofile import uv_inputs, wh_flags
+
 if TYPE_CHECKING:
     from tests.bench import Bench
 
 INDEX = "https://pypi.org/simple/"
 LINUX = ["--platform", "manylinux_2_28_x86_64", "--python-version", "3.12"]
-SGLANG = [
-    "-r",
-    "sglang==0.5.10",
-    "--extra-requirement",
-    "kernels==0.11.7",
-    "--extra-requirement",
-    "pymupdf==1.27.2.2",
-    "--override",
-    "sglang-kernel==0.4.3",
-    "--override",
-    "flashinfer-python==0.6.11.post3",
-    "--protect",
-    "torch==2.9.1",
-]
+SGLANG = wh_flags()
 # a closure of a few compiled wheels (~100 MB for manylinux/3.12): the download rows
 DOWNLOAD = ["-r", "scipy==1.16.3", "-r", "pandas==2.3.3", "-r", "pyarrow==22.0.0"]
 
@@ -57,11 +46,7 @@ def fetch_section(bench: Bench) -> None:
 
     def uv_compile(i: int) -> object:
         work = bench.tmp("uv-compile")
-        work.mkdir(parents=True)
-        (work / "in.txt").write_text("sglang==0.5.10\nkernels==0.11.7\npymupdf==1.27.2.2\n")
-        (work / "over.txt").write_text(
-            "sglang-kernel==0.4.3\nflashinfer-python==0.6.11.post3\ntorch==2.9.1\n"
-        )
+        roots, overrides = uv_inputs(work)
         return run(
             [
                 uv_bin(),
@@ -76,8 +61,8 @@ def fetch_section(bench: Bench) -> None:
                 "--index-url",
                 INDEX,
                 "--overrides",
-                work / "over.txt",
-                work / "in.txt",
+                overrides,
+                roots,
             ],
             env=dict(bench.env, UV_CACHE_DIR=str(work / "uv-cache")),
         )

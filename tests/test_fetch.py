@@ -32,6 +32,7 @@ from wh.model.target import declared
 from tests.factory import make_wheel
 from tests.fixtures import bootstrap_offline
 from tests.indexserver import file_index, simple_url
+from tests.realprofile import uv_inputs, wh_flags
 
 WIN = declared("win_amd64", "3.12")
 LINUX = declared("manylinux_2_28_x86_64", "3.12")
@@ -267,18 +268,7 @@ def test_profile_indexes_key(tmp_path: Path) -> None:
 # -- the package index ------------------------------------------------------------------------
 
 REAL = [
-    "-r",
-    "sglang==0.5.10",
-    "--extra-requirement",
-    "kernels==0.11.7",
-    "--extra-requirement",
-    "pymupdf==1.27.2.2",
-    "--override",
-    "sglang-kernel==0.4.3",
-    "--override",
-    "flashinfer-python==0.6.11.post3",
-    "--protect",
-    "torch==2.9.1+cu130",
+    *wh_flags("torch==2.9.1+cu130"),
     "--drop",
     "uvloop; sys_platform == 'win32'",
     "--drop",
@@ -318,10 +308,7 @@ def _uv_accepts(tmp_path: Path, closure: list[dict[str, str]], platform: str) ->
     """uv resolves the same roots with the closure as constraints (online)."""
     cons = tmp_path / f"constraints-{platform}.txt"
     cons.write_text("".join(f"{e['name']}=={e['version']}\n" for e in closure))
-    over = tmp_path / "overrides.txt"
-    over.write_text("sglang-kernel==0.4.3\nflashinfer-python==0.6.11.post3\ntorch==2.9.1\n")
-    roots = tmp_path / "roots.txt"
-    roots.write_text("sglang==0.5.10\nkernels==0.11.7\npymupdf==1.27.2.2\n")
+    roots, over = uv_inputs(tmp_path)
     done = subprocess.run(
         [
             _uv(),
