@@ -320,10 +320,7 @@ class Http:
         else:
             resp = self._get(url, {})
             if resp.status != 200:
-                raise IndexUnavailable(
-                    f"{url} answered HTTP {resp.status}",
-                    hint="run `wh fetch` again; if it persists the index lacks this file",
-                )
+                raise _not_served(url, resp.status)
             data = resp.data
         if sha256 and hashlib.sha256(data).hexdigest() != sha256:
             raise IndexUnavailable(
@@ -369,10 +366,7 @@ class Http:
 
                 data = metadata_from_ranges(total, bytes(resp.data), read_http, what)
             else:
-                raise IndexUnavailable(
-                    f"{url} answered HTTP {resp.status}",
-                    hint="run `wh fetch` again; if it persists the index lacks this file",
-                )
+                raise _not_served(url, resp.status)
         if path is not None:
             _store(path, data)
         return data
@@ -444,6 +438,15 @@ class Http:
             raise
         finally:
             resp.release_conn()
+
+
+def _not_served(url: str, status: int) -> IndexUnavailable:
+    """A file the index lists (a ``.metadata``, a wheel read for its METADATA) that its server
+    answered with something other than the file."""
+    return IndexUnavailable(
+        f"{url} answered HTTP {status}",
+        hint="run `wh fetch` again; if it persists the index lacks this file",
+    )
 
 
 def _member_from_whole(data: bytes, what: str) -> bytes:
