@@ -22,13 +22,29 @@ def wh_flags(torch: str = TORCH) -> list[str]:
     return [*flags, "--protect", torch]
 
 
-def uv_inputs(folder: Path) -> tuple[Path, Path]:
-    """The same roots and overrides written in ``folder`` for `uv pip compile`: the
-    requirements file and the ``--overrides`` file (uv has no protection: torch is pinned
-    there as an override)."""
+def uv_compile_argv(uv: str, folder: Path, platform: str, index: str, *extra: str) -> list[str]:
+    """`uv pip compile` of the same roots and overrides for CPython 3.12 on ``platform``
+    (uv's ``--python-platform``) against ``index``, ``extra`` options added; its input files
+    written in ``folder`` (uv has no protection: torch is pinned there as an override)."""
     folder.mkdir(parents=True, exist_ok=True)
     roots = folder / "roots.txt"
     roots.write_text("".join(f"{r}\n" for r in (ROOT, *EXTRAS)))
     overrides = folder / "overrides.txt"
     overrides.write_text("".join(f"{r}\n" for r in (*OVERRIDES, TORCH)))
-    return roots, overrides
+    return [
+        uv,
+        "pip",
+        "compile",
+        "--no-config",
+        "--no-header",
+        "--python-version",
+        "3.12",
+        "--python-platform",
+        platform,
+        "--index-url",
+        index,
+        *extra,
+        "--overrides",
+        str(overrides),
+        str(roots),
+    ]

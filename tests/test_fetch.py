@@ -32,7 +32,7 @@ from wh.model.target import declared
 from tests.factory import make_wheel
 from tests.fixtures import bootstrap_offline
 from tests.indexserver import file_index, simple_url
-from tests.realprofile import uv_inputs, wh_flags
+from tests.realprofile import uv_compile_argv, wh_flags
 
 WIN = declared("win_amd64", "3.12")
 LINUX = declared("manylinux_2_28_x86_64", "3.12")
@@ -308,28 +308,18 @@ def _uv_accepts(tmp_path: Path, closure: list[dict[str, str]], platform: str) ->
     """uv resolves the same roots with the closure as constraints (online)."""
     cons = tmp_path / f"constraints-{platform}.txt"
     cons.write_text("".join(f"{e['name']}=={e['version']}\n" for e in closure))
-    roots, over = uv_inputs(tmp_path)
+    uv_platform = "x86_64-pc-windows-msvc" if platform == "win_amd64" else "x86_64-manylinux_2_28"
     done = subprocess.run(
-        [
+        uv_compile_argv(
             _uv(),
-            "pip",
-            "compile",
-            "--no-config",
-            "--no-header",
-            "--python-version",
-            "3.12",
-            "--python-platform",
-            "x86_64-pc-windows-msvc" if platform == "win_amd64" else "x86_64-manylinux_2_28",
-            "--index-url",
+            tmp_path,
+            uv_platform,
             "https://pypi.org/simple/",
             "--constraints",
             str(cons),
-            "--overrides",
-            str(over),
             "--find-links",
             str(tmp_path / "house"),
-            str(roots),
-        ],
+        ),
         capture_output=True,
         text=True,
         check=False,
