@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -13,7 +12,8 @@ import pytest
 from wh.env.environment import venv_python
 from wh.install.backend import UvBackend, uv_binary
 
-WH = Path(sys.executable).with_name("wh")
+from tests.envsnap import WH
+
 # a command after this runs in a network namespace of its own: no network at all
 NONET = ["unshare", "-n", "--"]
 
