@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -169,6 +171,52 @@ def test_unlisted_wheel_and_unsafe_archive_entries_are_refused(tmp_path: Path) -
     with pytest.raises(LockError, match="unsafe"):
         extract(evil, tmp_path / "out")
     assert not (tmp_path / "escape.txt").exists()
+
+
+def _tar(path: Path, entries: list[tarfile.TarInfo], data: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w") as tf:
+        for info in entries:
+            body = data.get(info.name)
+            if body is not None:
+                info.size = len(body)
+            tf.addfile(info, io.BytesIO(body) if body is not None else None)
+    return path
+
+
+def test_a_tar_unpacks_and_its_links_and_unsafe_names_are_refused_before_writing(
+    tmp_path: Path,
+) -> None:
+    """A tar goes through the same checks as a zip: a sound one unpacks, folders included;
+    a link, a device or an escaping name refuses the whole archive, nothing written."""
+    folder = tarfile.TarInfo("demo/sub")
+    folder.type = tarfile.DIRTYPE
+    sound = _tar(
+        tmp_path / "sound.tar",
+        [folder, tarfile.TarInfo("demo/sub/a.txt")],
+        {"demo/sub/a.txt": b"a\n"},
+    )
+    extract(sound, tmp_path / "ok")
+    assert (tmp_path / "ok/demo/sub/a.txt").read_bytes() == b"a\n"
+    link = tarfile.TarInfo("demo/link")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    device = tarfile.TarInfo("demo/null")
+    device.type = tarfile.CHRTYPE
+    first = tarfile.TarInfo("demo/first.txt")
+    evil = _tar(
+        tmp_path / "evil.tar",
+        [first, link, device, tarfile.TarInfo("../escape.txt")],
+        {"demo/first.txt": b"x", "../escape.txt": b"x"},
+    )
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(LockError, match="3 unsafe entry") as info:
+        extract(evil, dest)
+    assert info.value.details[:2] == (
+        "'demo/link': is a link or a special file",
+        "'demo/null': is a link or a special file",
+    )
+    assert info.value.details[2].startswith("'../escape.txt': ")
+    assert list(dest.iterdir()) == [] and not (tmp_path / "escape.txt").exists()
 
 
 # -- the real thing: wh built and its dependencies fetched, installed with no network ---------
