@@ -7,78 +7,40 @@ Run alone with ``python -m tests.bench --only fetch``; needs the package index.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from tests.realprofile import uv_compile_argv, wh_flags
 
 if TYPE_CHECKING:
     from tests.bench import Bench
 
 INDEX = "https://pypi.org/simple/"
 LINUX = ["--platform", "manylinux_2_28_x86_64", "--python-version", "3.12"]
-SGLANG = [
-    "-r",
-    "sglang==0.5.10",
-    "--extra-requirement",
-    "kernels==0.11.7",
-    "--extra-requirement",
-    "pymupdf==1.27.2.2",
-    "--override",
-    "sglang-kernel==0.4.3",
-    "--override",
-    "flashinfer-python==0.6.11.post3",
-    "--protect",
-    "torch==2.9.1",
-]
+SGLANG = wh_flags()
 # a closure of a few compiled wheels (~100 MB for manylinux/3.12): the download rows
 DOWNLOAD = ["-r", "scipy==1.16.3", "-r", "pandas==2.3.3", "-r", "pyarrow==22.0.0"]
 
 
 def fetch_section(bench: Bench) -> None:
-    from tests.bench import PY, repeat, run, uv_bin
+    from tests.bench import PY, Run, repeat, run, uv_bin
 
     print("fetch (online, the package index)", flush=True)
     rep = bench.report
 
+    def fetch(roots: list[str], house: Path, cache: Path, *flags: str) -> Run:
+        """`wh fetch` of ``roots`` for manylinux/3.12 from the index into ``house``."""
+        argv = ["fetch", *flags, *roots, *LINUX, "--index-url", INDEX, "--wheelhouse", house]
+        return run(bench.wh(*argv), env=bench.wh_env(cache))
+
     def wh_dry(i: int) -> object:
         cache = bench.tmp("fetch-cache")
-        return run(
-            bench.wh(
-                "fetch",
-                "--dry-run",
-                "--json",
-                *SGLANG,
-                *LINUX,
-                "--index-url",
-                INDEX,
-                "--wheelhouse",
-                bench.tmp("fetch-house"),
-            ),
-            env=bench.wh_env(cache),
-        )
+        return fetch(SGLANG, bench.tmp("fetch-house"), cache, "--dry-run", "--json")
 
     def uv_compile(i: int) -> object:
         work = bench.tmp("uv-compile")
-        work.mkdir(parents=True)
-        (work / "in.txt").write_text("sglang==0.5.10\nkernels==0.11.7\npymupdf==1.27.2.2\n")
-        (work / "over.txt").write_text(
-            "sglang-kernel==0.4.3\nflashinfer-python==0.6.11.post3\ntorch==2.9.1\n"
-        )
         return run(
-            [
-                uv_bin(),
-                "pip",
-                "compile",
-                "--no-config",
-                "--no-header",
-                "--python-version",
-                "3.12",
-                "--python-platform",
-                "x86_64-manylinux_2_28",
-                "--index-url",
-                INDEX,
-                "--overrides",
-                work / "over.txt",
-                work / "in.txt",
-            ],
+            uv_compile_argv(uv_bin(), work, "x86_64-manylinux_2_28", INDEX),
             env=dict(bench.env, UV_CACHE_DIR=str(work / "uv-cache")),
         )
 
@@ -87,36 +49,20 @@ def fetch_section(bench: Bench) -> None:
     b = rep.add("fetch", "uv pip compile, same roots, cold cache", repeat(n, uv_compile))  # type: ignore[arg-type]
     rep.ratio("online resolution vs uv", a, b, "target <= 1.0x")
     warm_cache, warm_house = bench.tmp("fetch-warm"), bench.tmp("fetch-warm-house")
-    argv = ["fetch", "--dry-run", "--json", *SGLANG, *LINUX, "--index-url", INDEX]
-    run(bench.wh(*argv, "--wheelhouse", warm_house), env=bench.wh_env(warm_cache))  # primes
+    fetch(SGLANG, warm_house, warm_cache, "--dry-run", "--json")  # primes
     rep.add(
         "fetch",
         "wh fetch --dry-run, real sglang closure, again (nothing new)",
         repeat(
             bench.args.repeat_warm,
-            lambda i: run(
-                bench.wh(*argv, "--wheelhouse", warm_house), env=bench.wh_env(warm_cache)
-            ),
+            lambda i: fetch(SGLANG, warm_house, warm_cache, "--dry-run", "--json"),
         ),
         note="target < 1 s",
     )
 
     # downloads: the closure's bytes over the rate one large download reaches alone
     cache = bench.tmp("dl-cache")
-    plan = run(
-        bench.wh(
-            "fetch",
-            "--dry-run",
-            "--json",
-            *DOWNLOAD,
-            *LINUX,
-            "--index-url",
-            INDEX,
-            "--wheelhouse",
-            bench.tmp("dl-plan"),
-        ),
-        env=bench.wh_env(cache),
-    )
+    plan = fetch(DOWNLOAD, bench.tmp("dl-plan"), cache, "--dry-run", "--json")
     closure = json.loads(plan.out)["closure"]
     total = sum(e["size"] or 0 for e in closure)
     big = max(closure, key=lambda e: e["size"] or 0)
@@ -134,10 +80,7 @@ def fetch_section(bench: Bench) -> None:
         [single.__class__(one_s, single.rss_mb, 0, "")],
     )
     house = bench.tmp("dl-house")
-    full = run(
-        bench.wh("fetch", "--json", *DOWNLOAD, *LINUX, "--index-url", INDEX, "--wheelhouse", house),
-        env=bench.wh_env(cache),
-    )
+    full = fetch(DOWNLOAD, house, cache, "--json")
     rep.add("fetch", f"wh fetch, {len(closure)} wheels, {total:,} B (whole command)", [full])
     seconds = float(json.loads(full.out)["download_seconds"])
     cls = full.__class__
@@ -147,10 +90,7 @@ def fetch_section(bench: Bench) -> None:
     rep.ratio("downloads vs one large download's rate", got, ideal_row, "target <= 1.2x")
     noop = repeat(
         bench.args.repeat_warm,
-        lambda i: run(
-            bench.wh("fetch", *DOWNLOAD, *LINUX, "--index-url", INDEX, "--wheelhouse", house),
-            env=bench.wh_env(cache),
-        ),
+        lambda i: fetch(DOWNLOAD, house, cache),
     )
     rep.add(
         "fetch", "wh fetch with nothing new (the same closure again)", noop, note="target < 1 s"

@@ -1,10 +1,10 @@
-"""Shared fixtures: isolated caches, real venvs, and `wh` run as a real subprocess."""
+"""Shared fixtures: isolated caches, real venvs, `wh` run as a real subprocess, and no network."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -12,7 +12,10 @@ import pytest
 from wh.env.environment import venv_python
 from wh.install.backend import UvBackend, uv_binary
 
-WH = Path(sys.executable).with_name("wh")
+from tests.envsnap import WH
+
+# a command after this runs in a network namespace of its own: no network at all
+NONET = ["unshare", "-n", "--"]
 
 
 @pytest.fixture(autouse=True)
@@ -68,3 +71,33 @@ def site_snapshot(python: Path) -> dict[str, str]:
 
     full = snapshot(python.parent.parent)
     return {k: v for k, v in full.items() if "__pycache__" not in k.split("/")}
+
+
+@pytest.fixture(scope="session")
+def no_network() -> list[str]:
+    """The prefix that runs a command with no network (``NONET``); skips the test where no
+    network namespace can be made (``unshare -n`` needs root)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed")
+    probe = subprocess.run([*NONET, "true"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot create a network namespace (needs root): {probe.stderr.strip()}")
+    return NONET
+
+
+def bootstrap_offline(
+    no_network: Sequence[str], script: Path, target: Path, python: Path, cache: Path
+) -> subprocess.CompletedProcess[str]:
+    """A bundle's ``install.sh`` run with no network, unsigned, into the venv ``target``:
+    ``python`` as its base interpreter, ``cache`` as wh's cache, only /usr/bin:/bin on PATH and
+    none of this process's PIP_, UV_ or VIRTUAL settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "VIRTUAL"))}
+    env.update(PYTHON=str(python), WH_CACHE_DIR=str(cache), PATH="/usr/bin:/bin")
+    return subprocess.run(
+        [*no_network, "sh", str(script), str(target), "--allow-unsigned"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )

@@ -40,8 +40,20 @@ def members(
     return out
 
 
-def with_record(ms: list[Member], di: str, *, extra_rows: list[str] | None = None) -> list[Member]:
-    rows = [f"{n},{record_hash(d)},{len(d)}" for n, d, _m in ms]
+def _honest_row(name: str, data: bytes) -> str:
+    return f"{name},{record_hash(data)},{len(data)}"
+
+
+def with_record(
+    ms: list[Member],
+    di: str,
+    *,
+    extra_rows: list[str] | None = None,
+    row: Callable[[str, bytes], str] = _honest_row,
+) -> list[Member]:
+    """``ms`` with a RECORD last: a ``row`` for each member (its true hash and size unless
+    told otherwise), then ``extra_rows``, then RECORD's own."""
+    rows = [row(n, d) for n, d, _m in ms]
     rows += extra_rows or []
     rows.append(f"{di}/RECORD,,")
     return [*ms, (f"{di}/RECORD", ("\n".join(rows) + "\n").encode(), 0o644)]
@@ -196,12 +208,8 @@ def record_hash_mismatch(d: Path) -> Path:
 
 def record_size_mismatch(d: Path) -> Path:
     di = "evil-1.0.dist-info"
-    ms = members()
-    rows = [f"{n},{record_hash(b)},{len(b) + 5}" for n, b, _m in ms] + [f"{di}/RECORD,,"]
-    return write_zip(
-        d / "evil-1.0-py3-none-any.whl",
-        [*ms, (f"{di}/RECORD", ("\n".join(rows) + "\n").encode(), 0o644)],
-    )
+    ms = with_record(members(), di, row=lambda n, b: f"{n},{record_hash(b)},{len(b) + 5}")
+    return write_zip(d / "evil-1.0-py3-none-any.whl", ms)
 
 
 def unlisted_file(d: Path) -> Path:
@@ -218,12 +226,8 @@ def record_escape(d: Path) -> Path:
 
 def record_md5(d: Path) -> Path:
     di = "evil-1.0.dist-info"
-    ms = members()
-    rows = [f"{n},md5=deadbeef,{len(b)}" for n, b, _m in ms] + [f"{di}/RECORD,,"]
-    return write_zip(
-        d / "evil-1.0-py3-none-any.whl",
-        [*ms, (f"{di}/RECORD", ("\n".join(rows) + "\n").encode(), 0o644)],
-    )
+    ms = with_record(members(), di, row=lambda n, b: f"{n},md5=deadbeef,{len(b)}")
+    return write_zip(d / "evil-1.0-py3-none-any.whl", ms)
 
 
 @dataclass(frozen=True)

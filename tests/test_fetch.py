@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -31,16 +30,13 @@ from wh.model.profile import Override, Profile
 from wh.model.target import declared
 
 from tests.factory import make_wheel
+from tests.fixtures import bootstrap_offline
+from tests.indexserver import file_index, simple_url
+from tests.realprofile import uv_compile_argv, wh_flags
 
 WIN = declared("win_amd64", "3.12")
 LINUX = declared("manylinux_2_28_x86_64", "3.12")
 WIN_FLAGS = ["--platform", "win_amd64", "--python-version", "3.12"]
-
-
-def _index(folder: Path) -> str:
-    """``folder``'s wheels as a static index; its simple root as a file:// URL."""
-    build_index(folder)
-    return (folder / "simple").as_uri() + "/"
 
 
 def _stack(up: Path) -> None:
@@ -61,7 +57,7 @@ def test_fetch_backtracks_downloads_exactly_the_closure_and_locks(tmp_path: Path
     up, house = tmp_path / "up", tmp_path / "house"
     up.mkdir()
     _stack(up)
-    url = _index(up)
+    url = file_index(up)
     profile = Profile("p").with_flags(requirements=["app"], drops=DROPS)
     report = fetch(Manifest.of(profile), house, [(WIN, None)], index_url=url)
     assert report.missing == []
@@ -94,7 +90,7 @@ def test_fetch_reports_everything_missing_at_once_with_advice(tmp_path: Path) ->
     up.mkdir()
     _stack(up)
     make_wheel(up, "sglang-kernel", "0.4.1", tag="cp312-cp312-manylinux_2_28_x86_64")
-    url = _index(up)
+    url = file_index(up)
     house = tmp_path / "house"
     result = CliRunner().invoke(
         cli,
@@ -127,7 +123,7 @@ def test_dry_run_json_prints_the_closure_and_downloads_nothing(tmp_path: Path) -
     up.mkdir()
     _stack(up)
     house = tmp_path / "house"
-    args = ["fetch", "--dry-run", "--json", "-r", "app", "--index-url", _index(up)]
+    args = ["fetch", "--dry-run", "--json", "-r", "app", "--index-url", file_index(up)]
     for d in DROPS:
         args += ["--drop", d]
     result = CliRunner().invoke(cli, [*args, "--wheelhouse", str(house), *WIN_FLAGS])
@@ -148,7 +144,7 @@ def test_a_different_file_of_the_same_name_is_refused(tmp_path: Path) -> None:
     up.mkdir()
     house.mkdir()
     make_wheel(up, "lib", "1.0")
-    url = _index(up)
+    url = file_index(up)
     make_wheel(house, "lib", "1.0", files={"lib/__init__.py": b"# not the index's\n"})
     report = fetch(
         Manifest.of(Profile("p").with_flags(requirements=["lib"])),
@@ -168,7 +164,7 @@ def test_a_wheel_only_the_wheelhouse_has_joins_the_closure(tmp_path: Path) -> No
     house.mkdir()
     make_wheel(up, "sglang", "0.5.10", ["sglang-kernel==0.4.1"])
     make_wheel(up, "sglang-kernel", "0.4.1", tag="cp312-cp312-manylinux_2_28_x86_64")
-    url = _index(up)
+    url = file_index(up)
     local = make_wheel(house, "sglang-kernel", "0.4.3", tag="cp310-abi3-win_amd64")
     profile = Profile("p", overrides=(Override(Requirement("sglang-kernel==0.4.3")),))
     profile = profile.with_flags(requirements=["sglang"])
@@ -190,8 +186,8 @@ def test_a_package_index_is_the_only_source_of_its_package(tmp_path: Path) -> No
         Manifest.of(profile),
         house,
         [(WIN, None)],
-        index_url=_index(up),
-        indexes={"torch": _index(other)},
+        index_url=file_index(up),
+        indexes={"torch": file_index(other)},
         dry_run=True,
     )
     torch = next(e for e in report.closure if e.name == "torch")
@@ -205,7 +201,7 @@ def test_protected_build_not_on_the_index_is_kept_with_advice(tmp_path: Path) ->
     make_wheel(up, "torch", "2.9.1", tag="cp312-cp312-win_amd64")
     profile = Profile("p").with_flags(requirements=["app"], protections=["torch==2.9.1+cu130"])
     report = fetch(
-        Manifest.of(profile), tmp_path / "h", [(WIN, None)], index_url=_index(up), dry_run=True
+        Manifest.of(profile), tmp_path / "h", [(WIN, None)], index_url=file_index(up), dry_run=True
     )
     assert [e.name for e in report.closure] == ["app"]
     assert len(report.kept) == 1 and "--index torch=URL" in report.kept[0]
@@ -272,18 +268,7 @@ def test_profile_indexes_key(tmp_path: Path) -> None:
 # -- the package index ------------------------------------------------------------------------
 
 REAL = [
-    "-r",
-    "sglang==0.5.10",
-    "--extra-requirement",
-    "kernels==0.11.7",
-    "--extra-requirement",
-    "pymupdf==1.27.2.2",
-    "--override",
-    "sglang-kernel==0.4.3",
-    "--override",
-    "flashinfer-python==0.6.11.post3",
-    "--protect",
-    "torch==2.9.1+cu130",
+    *wh_flags("torch==2.9.1+cu130"),
     "--drop",
     "uvloop; sys_platform == 'win32'",
     "--drop",
@@ -323,31 +308,18 @@ def _uv_accepts(tmp_path: Path, closure: list[dict[str, str]], platform: str) ->
     """uv resolves the same roots with the closure as constraints (online)."""
     cons = tmp_path / f"constraints-{platform}.txt"
     cons.write_text("".join(f"{e['name']}=={e['version']}\n" for e in closure))
-    over = tmp_path / "overrides.txt"
-    over.write_text("sglang-kernel==0.4.3\nflashinfer-python==0.6.11.post3\ntorch==2.9.1\n")
-    roots = tmp_path / "roots.txt"
-    roots.write_text("sglang==0.5.10\nkernels==0.11.7\npymupdf==1.27.2.2\n")
+    uv_platform = "x86_64-pc-windows-msvc" if platform == "win_amd64" else "x86_64-manylinux_2_28"
     done = subprocess.run(
-        [
+        uv_compile_argv(
             _uv(),
-            "pip",
-            "compile",
-            "--no-config",
-            "--no-header",
-            "--python-version",
-            "3.12",
-            "--python-platform",
-            "x86_64-pc-windows-msvc" if platform == "win_amd64" else "x86_64-manylinux_2_28",
-            "--index-url",
+            tmp_path,
+            uv_platform,
             "https://pypi.org/simple/",
             "--constraints",
             str(cons),
-            "--overrides",
-            str(over),
             "--find-links",
             str(tmp_path / "house"),
-            str(roots),
-        ],
+        ),
         capture_output=True,
         text=True,
         check=False,
@@ -409,17 +381,11 @@ def test_real_sglang_profile_resolves_for_manylinux(tmp_path: Path) -> None:
 SMALL = ["-r", "flake8==7.1.1", "--override", "pyflakes==3.1.0", "--check-import", "flake8"]
 
 
-def _netns_ok() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    return subprocess.run(["unshare", "-n", "true"], check=False).returncode == 0
-
-
 @pytest.mark.network
 @pytest.mark.slow
-def test_small_real_profile_fetched_locked_bundled_installed_offline(tmp_path: Path) -> None:
-    if not _netns_ok():
-        pytest.skip("cannot create a network namespace here (`unshare -n` needs root)")
+def test_small_real_profile_fetched_locked_bundled_installed_offline(
+    no_network: list[str], tmp_path: Path
+) -> None:
     base = Path(sys.base_prefix) / "bin" / "python3"
     house = tmp_path / "house"
     runner = CliRunner()
@@ -456,17 +422,8 @@ def test_small_real_profile_fetched_locked_bundled_installed_offline(tmp_path: P
     with zipfile.ZipFile(out) as zf:
         zf.extractall(unpacked)
     target = tmp_path / "target-venv"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "VIRTUAL"))}
-    env.update(PYTHON=str(base), WH_CACHE_DIR=str(tmp_path / "offline-cache"), PATH="/usr/bin:/bin")
     (script,) = unpacked.glob("*/install.sh")
-    done = subprocess.run(
-        ["unshare", "-n", "sh", str(script), str(target), "--allow-unsigned"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
+    done = bootstrap_offline(no_network, script, target, base, tmp_path / "offline-cache")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "verification passed" in done.stdout
     show = subprocess.run(
@@ -513,9 +470,7 @@ def test_a_wheel_the_index_gives_no_sha256_for_is_not_downloaded(tmp_path: Path)
     (page / "index.html").write_text(f'<a href="../../{wheel.name}">{wheel.name}</a>\n')
     house = tmp_path / "house"
     profile = Profile("p").with_flags(requirements=["lib"])
-    report = fetch(
-        Manifest.of(profile), house, [(WIN, None)], index_url=(up / "simple").as_uri() + "/"
-    )
+    report = fetch(Manifest.of(profile), house, [(WIN, None)], index_url=simple_url(up))
     assert [m.requirement for m in report.missing] == [wheel.name]
     assert "no sha256" in report.missing[0].reason and report.downloaded == []
     assert not list(house.glob("*.whl"))

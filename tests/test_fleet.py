@@ -6,10 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,7 +15,7 @@ from wh.model.manifest import Manifest
 
 from tests.factory import make_wheel
 from tests.fixtures import make_venv, run_wh
-from tests.test_index import _NGINX_CONF, _free_port, _nginx
+from tests.indexserver import serve
 
 PROFILE = """\
 [profile.fleet]
@@ -27,43 +24,6 @@ requirements = ["app"]
 # refuse it: only the lock's exact list keeps it)
 overrides = [{ requirement = "lib==2.0", reason = "1.0 is broken on this fleet" }]
 """
-
-
-@contextmanager
-def serve(root: Path, tmp: Path) -> Iterator[str]:
-    nginx = _nginx()
-    prefix = tmp / "nginx"
-    (prefix / "tmp").mkdir(parents=True)
-    port = _free_port()
-    conf = prefix / "nginx.conf"
-    conf.write_text(
-        _NGINX_CONF.format(
-            prefix=prefix,
-            port=port,
-            root=root,
-            user="user root;" if os.geteuid() == 0 else "",
-            json_index="index.json",
-        )
-    )
-    proc = subprocess.Popen(
-        [nginx, "-p", str(prefix), "-c", str(conf)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}/simple/"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(url, timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail(f"nginx exited: {(prefix / 'error.log').read_text()}")
-                time.sleep(0.05)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def _versions(python: Path) -> dict[str, str]:

@@ -5,11 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +16,7 @@ from wh.airgap.simpleindex import build_index, core_metadata
 from wh.install.backend import uv_binary
 
 from tests.factory import make_wheel
+from tests.indexserver import serve
 
 
 def _house(tmp: Path) -> Path:
@@ -77,96 +75,14 @@ def test_index_regenerates_in_place(tmp_path: Path) -> None:
 
 # -- a real web server -------------------------------------------------------------------------
 
-_NGINX_CONF = """
-worker_processes 1;
-daemon off;
-{user}
-pid {prefix}/nginx.pid;
-error_log {prefix}/error.log;
-events {{ worker_connections 64; }}
-http {{
-    access_log {prefix}/access.log;
-    client_body_temp_path {prefix}/tmp;
-    proxy_temp_path {prefix}/tmp;
-    fastcgi_temp_path {prefix}/tmp;
-    uwsgi_temp_path {prefix}/tmp;
-    scgi_temp_path {prefix}/tmp;
-    types {{
-        text/html html;
-        application/vnd.pypi.simple.v1+json json;
-        application/octet-stream whl metadata;
-    }}
-    # PEP 691 content negotiation without any server-side code: JSON to clients asking for it.
-    map $http_accept $simple_index {{
-        default index.html;
-        "~application/vnd\\.pypi\\.simple\\.v1\\+json" {json_index};
-    }}
-    server {{
-        listen 127.0.0.1:{port};
-        root {root};
-        location /simple/ {{
-            index $simple_index;
-            add_header Vary Accept;
-        }}
-    }}
-}}
-"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _nginx() -> str:
-    found = shutil.which("nginx") or next(
-        (p for p in ("/usr/sbin/nginx", "/sbin/nginx") if Path(p).is_file()), None
-    )
-    if found is None:
-        pytest.skip("nginx is not installed (.ci/run installs it: apt-get install -y nginx)")
-    return found
-
 
 @pytest.fixture(params=["json", "html"])
 def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
     """The index of a test wheelhouse behind nginx; JSON-negotiating or HTML-only."""
-    nginx = _nginx()
     house = _house(tmp_path)
     build_index(house)
-    prefix = tmp_path / "nginx"
-    (prefix / "tmp").mkdir(parents=True)
-    port = _free_port()
-    conf = prefix / "nginx.conf"
-    conf.write_text(
-        _NGINX_CONF.format(
-            prefix=prefix,
-            port=port,
-            root=house,
-            user="user root;" if os.geteuid() == 0 else "",
-            json_index="index.json" if request.param == "json" else "index.html",
-        )
-    )
-    proc = subprocess.Popen(
-        [nginx, "-p", str(prefix), "-c", str(conf)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}/simple/"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(url, timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    log = prefix / "error.log"
-                    pytest.fail(f"nginx exited: {log.read_text() if log.is_file() else ''}")
-                time.sleep(0.05)
+    with serve(house, tmp_path, json=request.param == "json") as url:
         yield url, tmp_path, str(request.param)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_served_index_negotiates(served: tuple[str, Path, str]) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import grimp
 import pytest
 import wh
+from wh.resolve.resolver import _sccs
 
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT = REPO / "pyproject.toml"
@@ -70,39 +71,10 @@ def test_an_import_breaking_the_layer_rule_fails_the_contract_naming_it(
 
 
 def _cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), sorted. A
-    module importing itself (cli.main's ``python -m wh.cli.main`` guard) is no cycle."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return sorted(found)
+    """The strongly connected components of more than one module (the resolver's Tarjan),
+    sorted. A module importing itself (cli.main's ``python -m wh.cli.main`` guard) is no
+    cycle."""
+    return sorted(c for c in _sccs(graph) if len(c) > 1)
 
 
 def _module_graph() -> dict[str, set[str]]:

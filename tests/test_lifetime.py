@@ -44,26 +44,28 @@ def _gone_within(pid: int, seconds: float) -> bool:
     return False
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-def test_a_writer_dies_with_a_killed_wh() -> None:
+def _child_of_a_killed_parent(mode: str) -> int:
+    """The pid of the ``sleep`` that ``PARENT`` (``mode``: "watched" or "plain") started,
+    once that parent is killed with SIGKILL."""
     with subprocess.Popen(
-        [sys.executable, "-c", PARENT, "watched"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", PARENT, mode], stdout=subprocess.PIPE, text=True
     ) as parent:
         assert parent.stdout is not None
         child = int(parent.stdout.readline())
         parent.send_signal(signal.SIGKILL)
+    return child
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_writer_dies_with_a_killed_wh() -> None:
+    child = _child_of_a_killed_parent("watched")
     assert _gone_within(child, 5), "the writer outlived wh"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
 def test_without_the_launcher_a_child_outlives_its_parent() -> None:
     """The control: a plain child keeps running (what the launcher prevents)."""
-    with subprocess.Popen(
-        [sys.executable, "-c", PARENT, "plain"], stdout=subprocess.PIPE, text=True
-    ) as parent:
-        assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        parent.send_signal(signal.SIGKILL)
+    child = _child_of_a_killed_parent("plain")
     try:
         assert not _gone_within(child, 0.5)
     finally:

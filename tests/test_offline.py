@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,18 +14,6 @@ from wh.proc import spawn as proc
 from tests.envsnap import make_venv, wh
 from tests.factory import make_wheel
 
-NONET = ["unshare", "-n", "--"]
-
-
-@pytest.fixture(scope="module")
-def no_network() -> list[str]:
-    if shutil.which("unshare") is None:
-        pytest.skip("unshare is not installed")
-    probe = subprocess.run([*NONET, "true"], capture_output=True, text=True, check=False)
-    if probe.returncode != 0:
-        pytest.skip(f"cannot create a network namespace (needs root): {probe.stderr.strip()}")
-    return NONET
-
 
 @pytest.mark.parametrize("uv_cache", ["auto", "shared", "private"])
 def test_lock_install_verify_without_network(
@@ -37,7 +23,9 @@ def test_lock_install_verify_without_network(
     make_wheel(tmp_path / "house", "app", "1.0", ["base>=1"])
     venv = make_venv(tmp_path / "venv")
     common = ["--python", venv, "--lockfile", "app.toml"]
-    lock = wh("lock", "-r", "app", "--wheelhouse", "house", *common, cwd=tmp_path, prefix=NONET)
+    lock = wh(
+        "lock", "-r", "app", "--wheelhouse", "house", *common, cwd=tmp_path, prefix=no_network
+    )
     assert lock.returncode == 0, lock.stderr
     inst = wh(
         "install", "--locked", "--python", venv, "--lockfile", "app.toml",

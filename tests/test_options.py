@@ -25,7 +25,6 @@ import click
 import pytest
 from click.testing import CliRunner
 from wh import __version__
-from wh.airgap.simpleindex import build_index
 from wh.cli.flags import Rule
 from wh.cli.main import cli
 from wh.env.environment import venv_python
@@ -33,6 +32,7 @@ from wh.env.environment import venv_python
 from tests.envsnap import WH
 from tests.factory import make_wheel
 from tests.fixtures import make_venv
+from tests.indexserver import file_index
 
 REPO = Path(__file__).resolve().parents[1]
 UPSTREAM = REPO.parent / "shared" / "upstream" / "sgl-kernel-0.4.0"
@@ -507,8 +507,7 @@ def _file_index(house: Path, at: Path) -> str:
         if w.name.startswith("broken-"):
             continue
         shutil.copy2(w, at / w.name)
-    build_index(at)
-    return (at / "simple").as_uri() + "/"
+    return file_index(at)
 
 
 def _fill(argv: Sequence[str], world: dict[str, str], out: Path) -> list[str]:

@@ -28,6 +28,18 @@ def _install(
     )  # fmt: skip
 
 
+def _base_installed(tmp_path: Path, theirs: str) -> tuple[Path, Path]:
+    """A venv with ``base`` installed by wh, owning the file ``theirs``; the venv and the
+    wheelhouse."""
+    venv, _site = _venv(tmp_path)
+    house = tmp_path / "house"
+    make_wheel(house, "base", "1.0", files={"base/__init__.py": b"", theirs: b"1\n"})
+    ok = wh("install", "-r", "base", "--wheelhouse", house, "--python", venv,
+            "--lockfile", tmp_path / "b.toml", cwd=tmp_path)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    return venv, house
+
+
 def _egg_info(site: Path) -> None:
     """pip's legacy `setup.py install`: an egg-info folder listing its files."""
     (site / "legacy").mkdir()
@@ -125,12 +137,7 @@ def test_a_case_or_unicode_variant_of_another_distributions_file_is_refused_wher
     from wh.cli.main import cli
     from wh.install import overwrite
 
-    venv, _site = _venv(tmp_path)
-    house = tmp_path / "house"
-    make_wheel(house, "base", "1.0", files={"base/__init__.py": b"", theirs: b"1\n"})
-    ok = wh("install", "-r", "base", "--wheelhouse", house, "--python", venv,
-            "--lockfile", tmp_path / "b.toml", cwd=tmp_path)  # fmt: skip
-    assert ok.returncode == 0, ok.stderr
+    venv, house = _base_installed(tmp_path, theirs)
     make_wheel(house, "squatter", "1.0", files={mine: b"2\n"})
     before = snapshot(venv)
     monkeypatch.setattr(overwrite, "FOLD_NAMES", True)
@@ -199,12 +206,7 @@ def test_on_windows_case_variants_clash_and_nfc_nfd_spellings_do_not(
     from wh.install.layout import Schemes, layout
 
     monkeypatch.setattr(overwrite, "FOLD_NAMES", overwrite.folds_names("win32"))
-    venv, _site = _venv(tmp_path)
-    house = tmp_path / "house"
-    make_wheel(house, "base", "1.0", files={"base/__init__.py": b"", theirs: b"1\n"})
-    ok = wh("install", "-r", "base", "--wheelhouse", house, "--python", venv,
-            "--lockfile", tmp_path / "b.toml", cwd=tmp_path)  # fmt: skip
-    assert ok.returncode == 0, ok.stderr
+    venv, house = _base_installed(tmp_path, theirs)
     wheel = make_wheel(house, "squatter", "1.0", files={mine: b"2\n"})
     env = probe(venv)
     monkeypatch.setattr(os.path, "normcase", str.lower)

@@ -20,27 +20,26 @@ def _env_without_pythonpath() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
-def test_import_installer_fails_in_whs_environment(tmp_path: Path) -> None:
-    """Outside the repository (where the folder ``installer/`` would import as a namespace
-    package), wh's environment has wh and no ``installer``."""
-    done = subprocess.run(
-        [sys.executable, "-c", "import installer"],
-        cwd=tmp_path,
+def _python(python: str | Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``code`` run by ``python`` in ``cwd``, with no PYTHONPATH: its own imports only."""
+    return subprocess.run(
+        [python, "-c", code],
+        cwd=cwd,
         env=_env_without_pythonpath(),
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def test_import_installer_fails_in_whs_environment(tmp_path: Path) -> None:
+    """Outside the repository (where the folder ``installer/`` would import as a namespace
+    package), wh's environment has wh and no ``installer``."""
+    done = _python(sys.executable, "import installer", tmp_path)
     assert done.returncode != 0
     assert "No module named 'installer'" in done.stderr, done.stderr
-    wh = subprocess.run(
-        [sys.executable, "-c", "import wh.cli.main, wh; print(wh.__file__)"],
-        cwd=tmp_path,
-        env=_env_without_pythonpath(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    wh = _python(sys.executable, "import wh.cli.main, wh; print(wh.__file__)", tmp_path)
+    assert wh.returncode == 0, wh.stderr
     assert Path(wh.stdout.strip()).parent.name == "wh"
 
 
@@ -95,20 +94,14 @@ def test_wh_installs_beside_pypas_installer_and_both_stay_intact(tmp_path: Path)
     _pip("--python", python, "install", "-q", *offline, wh_wheel, cwd=tmp_path, offline=True)
     _pip("--python", python, "check", cwd=tmp_path, offline=True)
 
-    probe = subprocess.run(
-        [
-            python,
-            "-c",
-            "import installer, installer.sources, wh, wh.cli.main\n"
-            "print(installer.__version__, callable(installer.install))\n"
-            "print(installer.__file__)\nprint(wh.__file__)",
-        ],
-        cwd=tmp_path,
-        env=_env_without_pythonpath(),
-        capture_output=True,
-        text=True,
-        check=True,
+    probe = _python(
+        python,
+        "import installer, installer.sources, wh, wh.cli.main\n"
+        "print(installer.__version__, callable(installer.install))\n"
+        "print(installer.__file__)\nprint(wh.__file__)",
+        tmp_path,
     )
+    assert probe.returncode == 0, probe.stderr
     version_line, installer_file, wh_file = probe.stdout.splitlines()
     assert version_line == f"{installer_wheel.name.split('-')[1]} True"
     site = Path(installer_file).parent.parent

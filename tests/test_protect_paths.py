@@ -94,6 +94,14 @@ def replaces(uv_said: str) -> bool:
     return f"- torch=={CUDA}" in uv_said and "torch-2.10.0-py3-none-any.whl" in uv_said
 
 
+def assert_uv_and_pip_would_replace_it(python: Path, house: Path) -> None:
+    """The control: real uv and real pip, given the CPU torch 2.10.0 wheel, would replace
+    the CUDA build ``python``'s environment has."""
+    cpu = house / "torch-2.10.0-py3-none-any.whl"
+    assert replaces(uv_would(python, cpu))
+    assert "Would install torch-2.10.0" in pip_would(python, cpu)
+
+
 @pytest.fixture
 def house(tmp_path: Path) -> Path:
     """Plain CPU torch builds, the +cu130 build, and an app that needs torch."""
@@ -123,10 +131,7 @@ def test_locked_with_protect_refuses_what_uv_and_pip_would_do(
     """F4: `install --locked --protect torch` of a lock made without protection."""
     lock = cpu_lock(house, tmp_path, new_venv)
     python = new_venv([house / f"torch-{CUDA}-py3-none-any.whl"])
-    cpu = house / "torch-2.10.0-py3-none-any.whl"
-    # uv and pip, given the same wheel, would replace the CUDA build
-    assert replaces(uv_would(python, cpu))
-    assert "Would install torch-2.10.0" in pip_would(python, cpu)
+    assert_uv_and_pip_would_replace_it(python, house)
     before = site_snapshot(python)
     r = run_wh(
         "install", "--locked", "--lockfile", lock, "--python", python, "--protect", "torch",
@@ -186,9 +191,7 @@ def test_bundle_with_protect_refuses_the_replacement(
     """`install --bundle B --protect torch`: a bundle made without protection (newest torch)."""
     bundle = _bundle(house, tmp_path, new_venv(), ())
     python = new_venv([house / f"torch-{CUDA}-py3-none-any.whl"])
-    cpu = house / "torch-2.10.0-py3-none-any.whl"
-    assert replaces(uv_would(python, cpu))
-    assert "Would install torch-2.10.0" in pip_would(python, cpu)
+    assert_uv_and_pip_would_replace_it(python, house)
     before = site_snapshot(python)
     r = run_wh(
         "install", "--bundle", bundle, "--allow-unsigned", "--python", python, "--protect", "torch",
@@ -216,9 +219,7 @@ def test_fresh_venv_gets_the_protected_build_from_the_bundle(
     assert f"install torch {CUDA}" in r.stdout
     assert f"protected torch {CUDA} unchanged" in r.stdout
     # kept from then on: a lock that wants a CPU build is refused with the protection
-    cpu = house / "torch-2.10.0-py3-none-any.whl"
-    assert replaces(uv_would(fresh, cpu))
-    assert "Would install torch-2.10.0" in pip_would(fresh, cpu)
+    assert_uv_and_pip_would_replace_it(fresh, house)
     lock = cpu_lock(house, tmp_path, new_venv)
     before = site_snapshot(fresh)
     r = run_wh(

@@ -17,7 +17,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from html.parser import HTMLParser
@@ -25,6 +25,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urldefrag, urljoin, urlparse
 from urllib.request import url2pathname
+
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import Version
 
 from wh.airgap.rangemeta import TAIL, metadata_from_ranges
 from wh.errors import WheelhouseError
@@ -50,6 +54,21 @@ class RemoteFile:
     metadata_sha256: str  # "" when not given
     yanked: bool
     index: str
+
+
+def usable_wheels(
+    files: Iterable[RemoteFile],
+) -> Iterator[tuple[RemoteFile, Version, frozenset[Tag]]]:
+    """The wheels among ``files`` that are not yanked and whose file names parse, each with
+    its version and tags (source distributions and unreadable names are passed over)."""
+    for f in files:
+        if f.yanked or not f.filename.endswith(".whl"):
+            continue
+        try:
+            _n, version, _b, tags = parse_wheel_filename(f.filename)
+        except (InvalidWheelFilename, ValueError):
+            continue
+        yield f, version, tags
 
 
 class IndexUnavailable(WheelhouseError):
@@ -320,10 +339,7 @@ class Http:
         else:
             resp = self._get(url, {})
             if resp.status != 200:
-                raise IndexUnavailable(
-                    f"{url} answered HTTP {resp.status}",
-                    hint="run `wh fetch` again; if it persists the index lacks this file",
-                )
+                raise _not_served(url, resp.status)
             data = resp.data
         if sha256 and hashlib.sha256(data).hexdigest() != sha256:
             raise IndexUnavailable(
@@ -369,10 +385,7 @@ class Http:
 
                 data = metadata_from_ranges(total, bytes(resp.data), read_http, what)
             else:
-                raise IndexUnavailable(
-                    f"{url} answered HTTP {resp.status}",
-                    hint="run `wh fetch` again; if it persists the index lacks this file",
-                )
+                raise _not_served(url, resp.status)
         if path is not None:
             _store(path, data)
         return data
@@ -444,6 +457,15 @@ class Http:
             raise
         finally:
             resp.release_conn()
+
+
+def _not_served(url: str, status: int) -> IndexUnavailable:
+    """A file the index lists (a ``.metadata``, a wheel read for its METADATA) that its server
+    answered with something other than the file."""
+    return IndexUnavailable(
+        f"{url} answered HTTP {status}",
+        hint="run `wh fetch` again; if it persists the index lacks this file",
+    )
 
 
 def _member_from_whole(data: bytes, what: str) -> bytes:

@@ -21,7 +21,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from wh.airgap.indexclient import IndexClient, RemoteFile
+from wh.airgap.indexclient import IndexClient, RemoteFile, usable_wheels
 from wh.errors import WheelhouseError
 from wh.model.choices import Prereleases
 from wh.model.manifest import DEFAULT_PRERELEASES, order_prereleases
@@ -193,13 +193,7 @@ class Source:
         """The best wheels of the ``n`` versions below ``f``'s that fit the target."""
         version = parse_wheel_filename(f.filename)[1]
         best: dict[Version, tuple[int, RemoteFile]] = {}
-        for x in files:
-            if x.yanked or not x.filename.endswith(".whl"):
-                continue
-            try:
-                _n, v, _b, tags = parse_wheel_filename(x.filename)
-            except (InvalidWheelFilename, ValueError):
-                continue
+        for x, v, tags in usable_wheels(files):
             rank = self.target.wheel_rank(tags) if v < version else None
             if rank is not None and (v not in best or rank < best[v][0]):
                 best[v] = (rank, x)
@@ -219,13 +213,7 @@ class Source:
         self, files: Sequence[RemoteFile], spec: SpecifierSet | None
     ) -> RemoteFile | None:
         fits: list[tuple[Version, int, RemoteFile]] = []
-        for f in files:
-            if f.yanked or not f.filename.endswith(".whl"):
-                continue
-            try:
-                _n, version, _b, tags = parse_wheel_filename(f.filename)
-            except (InvalidWheelFilename, ValueError):
-                continue
+        for f, version, tags in usable_wheels(files):
             if spec is not None and not spec.contains(version, prereleases=True):
                 continue
             rank = self.target.wheel_rank(tags)

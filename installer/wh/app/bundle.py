@@ -11,8 +11,10 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from pathlib import Path
+from typing import IO
 
 from packaging.requirements import Requirement
 
@@ -451,44 +453,70 @@ def extract(archive: Path, dest: Path) -> None:
     """Unpack a zip or tar, refusing absolute paths, drive letters, ``..``, Windows-reserved
     or stream names, links and special files. Every entry is checked before the first is
     written, so a refused archive leaves ``dest`` as it was."""
-    bad: list[str] = []
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
-            infos = zf.infolist()
-            for zi in infos:
-                why = entry_problem(zi.filename)
-                if why or stat.S_ISLNK(zi.external_attr >> 16):
-                    bad.append(f"{zi.filename!r}: {why or 'is a symlink'}")
-            _refuse(archive, bad)
-            for zi in infos:
-                out = dest / zi.filename
-                if zi.is_dir():
-                    out.mkdir(parents=True, exist_ok=True)
-                    continue
-                out.parent.mkdir(parents=True, exist_ok=True)
-                with zf.open(zi) as src, out.open("wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
+            _unpack(
+                archive,
+                dest,
+                [
+                    _Entry(
+                        zi.filename,
+                        zi.is_dir(),
+                        "is a symlink" if stat.S_ISLNK(zi.external_attr >> 16) else None,
+                        partial(zf.open, zi),
+                    )
+                    for zi in zf.infolist()
+                ],
+            )
     elif tarfile.is_tarfile(archive):
         with tarfile.open(archive) as tf:
-            members = tf.getmembers()
-            for ti in members:
-                why = entry_problem(ti.name)
-                if why or not (ti.isfile() or ti.isdir()):
-                    bad.append(f"{ti.name!r}: {why or 'is a link or a special file'}")
-            _refuse(archive, bad)
-            for ti in members:
-                out = dest / ti.name
-                if ti.isdir():
-                    out.mkdir(parents=True, exist_ok=True)
-                    continue
-                out.parent.mkdir(parents=True, exist_ok=True)
-                member = tf.extractfile(ti)
-                if member is None:
-                    raise LockError(f"{archive}: cannot read {ti.name!r}")
-                with member, out.open("wb") as dst:
-                    shutil.copyfileobj(member, dst, 1 << 20)
+            _unpack(
+                archive,
+                dest,
+                [
+                    _Entry(
+                        ti.name,
+                        ti.isdir(),
+                        None if ti.isfile() or ti.isdir() else "is a link or a special file",
+                        partial(tf.extractfile, ti),
+                    )
+                    for ti in tf.getmembers()
+                ],
+            )
     else:
         raise LockError(f"{archive} is neither a zip nor a tar archive")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One entry of a zip or a tar: its name, whether it is a folder, why its kind is
+    refused (a link, a special file) or None, and how to read a file's bytes."""
+
+    name: str
+    is_dir: bool
+    refused_kind: str | None
+    opener: Callable[[], IO[bytes] | None]
+
+
+def _unpack(archive: Path, dest: Path, entries: Sequence[_Entry]) -> None:
+    """Every entry checked, then every one written below ``dest``."""
+    bad: list[str] = []
+    for e in entries:
+        why = entry_problem(e.name) or e.refused_kind
+        if why:
+            bad.append(f"{e.name!r}: {why}")
+    _refuse(archive, bad)
+    for e in entries:
+        out = dest / e.name
+        if e.is_dir:
+            out.mkdir(parents=True, exist_ok=True)
+            continue
+        out.parent.mkdir(parents=True, exist_ok=True)
+        member = e.opener()
+        if member is None:
+            raise LockError(f"{archive}: cannot read {e.name!r}")
+        with member, out.open("wb") as dst:
+            shutil.copyfileobj(member, dst, 1 << 20)
 
 
 def _refuse(archive: Path, bad: list[str]) -> None:

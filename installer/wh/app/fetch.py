@@ -16,16 +16,14 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import (
-    InvalidWheelFilename,
     NormalizedName,
     canonicalize_name,
-    parse_wheel_filename,
 )
 from packaging.version import Version
 
 from wh import progress
 from wh.airgap import fetchmemo
-from wh.airgap.indexclient import Http, IndexClient, RemoteFile, configured_index
+from wh.airgap.indexclient import Http, IndexClient, RemoteFile, configured_index, usable_wheels
 from wh.airgap.remotesource import RemoteWheel, Source
 from wh.app.hooks import TargetSpec
 from wh.app.loadscan import record_wheelhouse
@@ -175,11 +173,7 @@ def explain_missing(
     parents = tuple(sorted({e.parent_text for e in wanted}))
     wheels = [f for f in files if f.filename.endswith(".whl") and not f.yanked]
     fitting: list[Version] = []
-    for f in wheels:
-        try:
-            _n, version, _b, tags = parse_wheel_filename(f.filename)
-        except (InvalidWheelFilename, ValueError):
-            continue
+    for f, version, tags in usable_wheels(wheels):
         try:
             rp = SpecifierSet(f.requires_python) if f.requires_python else None
         except InvalidSpecifier:

@@ -182,12 +182,7 @@ def dependencies(
                 exact=candidate.version,
             )
         )
-    for req in candidate.requires:
-        if candidate.extras:
-            if target.evaluate(req.marker) or not target.evaluate(req.marker, candidate.extras):
-                continue
-        elif not target.evaluate(req.marker):
-            continue
+    for req in _brought(candidate, target):
         if drops and drop_applies(req, drops, target) is not None:
             continue
         need, app = to_need(req, parent, target, overrides)
@@ -195,6 +190,18 @@ def dependencies(
         if app:
             applied.append(app)
     return needs, applied
+
+
+def _brought(candidate: Candidate, target: Target) -> Iterator[Requirement]:
+    """The requirements ``candidate`` brings on ``target``: with extras, only those its extras
+    add (its base candidate, which it needs exactly, brings the rest)."""
+    for req in candidate.requires:
+        if candidate.extras:
+            if target.evaluate(req.marker) or not target.evaluate(req.marker, candidate.extras):
+                continue
+        elif not target.evaluate(req.marker):
+            continue
+        yield req
 
 
 def to_need(
@@ -706,12 +713,7 @@ def _dropped(
 ) -> list[Dropped]:
     """The drops that removed a requirement of ``candidate`` on ``target``."""
     out = []
-    for req in candidate.requires:
-        if candidate.extras:
-            if target.evaluate(req.marker) or not target.evaluate(req.marker, candidate.extras):
-                continue
-        elif not target.evaluate(req.marker):
-            continue
+    for req in _brought(candidate, target):
         d = drop_applies(req, drops, target)
         if d is not None:
             marker = str(d.marker) if d.marker is not None else ""
