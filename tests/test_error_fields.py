@@ -24,6 +24,7 @@ from wh.errors import (
     EnvironmentHeldError,
     FetchMissingError,
     IndexOptionError,
+    IndexUnavailable,
     InjectedFaultError,
     InstallFailedError,
     InstallStillRunningError,
@@ -54,6 +55,7 @@ from wh.errors import (
     ProtectedNotInstalledError,
     ProtectedVersionError,
     ProtectionVersionError,
+    RangeProblem,
     RequiresDistError,
     ResolutionConflictError,
     ResolutionGaveUpError,
@@ -396,6 +398,156 @@ FIELD_CASES: list[tuple[WhError, int, str, str, list[str], dict[str, object]]] =
             "requirement": "b >=",
             "problem": "bad spec",
         },
+    ),
+    (
+        IndexUnavailable("https://i/simple/six/", "unreachable", problem="timed out"),
+        3,
+        "cannot reach https://i/simple/six/: timed out",
+        "check the network or the index URL (`pip config list` shows the "
+        "configured one), then run `wh fetch` again",
+        [],
+        {"url": "https://i/simple/six/", "rule": "unreachable", "problem": "timed out"},
+    ),
+    (
+        IndexUnavailable("https://i/simple/six/", "page-status", status=503),
+        3,
+        "https://i/simple/six/ answered HTTP 503",
+        "check the index URL; run `wh fetch` again when the index is back",
+        [],
+        {"url": "https://i/simple/six/", "rule": "page-status", "status": 503},
+    ),
+    (
+        IndexUnavailable("https://i/a.whl.metadata", "file-status", status=500),
+        3,
+        "https://i/a.whl.metadata answered HTTP 500",
+        "run `wh fetch` again; if it persists the index lacks this file",
+        [],
+        {"url": "https://i/a.whl.metadata", "rule": "file-status", "status": 500},
+    ),
+    (
+        IndexUnavailable("https://i/a.whl", "download-status", status=403),
+        3,
+        "https://i/a.whl answered HTTP 403",
+        "",
+        [],
+        {"url": "https://i/a.whl", "rule": "download-status", "status": 403},
+    ),
+    (
+        IndexUnavailable("https://i/a.whl", "range-status", status=200, byte_range="0-99"),
+        3,
+        "https://i/a.whl: Range 0-99 answered 200",
+        "",
+        [],
+        {"url": "https://i/a.whl", "rule": "range-status", "status": 200, "range": "0-99"},
+    ),
+    (
+        IndexUnavailable("https://i/a.whl.metadata", "sha256", problem="ab", expected="cd"),
+        3,
+        "https://i/a.whl.metadata: sha256 ab, the index says cd",
+        "the index or a proxy served a different file; run `wh fetch` again",
+        [],
+        {"url": "https://i/a.whl.metadata", "rule": "sha256", "problem": "ab", "expected": "cd"},
+    ),
+    (
+        IndexUnavailable("https://i/a.whl", "download-sha256", problem="ab", expected="cd"),
+        3,
+        "https://i/a.whl: sha256 ab, the index says cd",
+        "the download was corrupted or the index changed; run `wh fetch` again",
+        [],
+        {"url": "https://i/a.whl", "rule": "download-sha256", "problem": "ab", "expected": "cd"},
+    ),
+    (
+        IndexUnavailable("https://i/a.whl", "download-failed", attempts=4, problem="reset"),
+        3,
+        "downloading https://i/a.whl failed 4 times: reset",
+        "run `wh fetch` again: the partial file is resumed",
+        [],
+        {"url": "https://i/a.whl", "rule": "download-failed", "problem": "reset", "attempts": 4},
+    ),
+    (
+        IndexUnavailable("https://i/a.whl", "stream", problem="IncompleteRead"),
+        3,
+        "https://i/a.whl: IncompleteRead",
+        "",
+        [],
+        {"url": "https://i/a.whl", "rule": "stream", "problem": "IncompleteRead"},
+    ),
+    (
+        IndexUnavailable("https://i/simple/six/", "bad-page", problem="no files"),
+        3,
+        "https://i/simple/six/: not a valid project page (no files)",
+        "check that the URL is a simple index root (it ends in /simple/)",
+        [],
+        {"url": "https://i/simple/six/", "rule": "bad-page", "problem": "no files"},
+    ),
+    (
+        RangeProblem("a.whl", "no-end-record", number=65536),
+        3,
+        "a.whl: no zip end record in its last 65536 bytes",
+        "",
+        [],
+        {"what": "a.whl", "rule": "no-end-record", "number": 65536},
+    ),
+    (
+        RangeProblem("a.whl", "no-zip64-locator"),
+        3,
+        "a.whl: zip64 end locator missing",
+        "",
+        [],
+        {"what": "a.whl", "rule": "no-zip64-locator"},
+    ),
+    (
+        RangeProblem("a.whl", "no-zip64-record"),
+        3,
+        "a.whl: zip64 end record missing",
+        "",
+        [],
+        {"what": "a.whl", "rule": "no-zip64-record"},
+    ),
+    (
+        RangeProblem("a.whl", "bad-central-entry", number=0),
+        3,
+        "a.whl: central directory entry 0 is malformed",
+        "",
+        [],
+        {"what": "a.whl", "rule": "bad-central-entry", "number": 0},
+    ),
+    (
+        RangeProblem("a.whl", "metadata-count", number=2),
+        3,
+        "a.whl: expected one .dist-info/METADATA, found 2",
+        "",
+        [],
+        {"what": "a.whl", "rule": "metadata-count", "number": 2},
+    ),
+    (
+        RangeProblem("a.whl", "bad-local-header", member="a.dist-info/METADATA"),
+        3,
+        "a.whl: local header of a.dist-info/METADATA is malformed",
+        "",
+        [],
+        {"what": "a.whl", "rule": "bad-local-header", "member": "a.dist-info/METADATA"},
+    ),
+    (
+        RangeProblem("a.whl", "inflate", member="a.dist-info/METADATA", problem="bad block"),
+        3,
+        "a.whl: a.dist-info/METADATA does not inflate (bad block)",
+        "",
+        [],
+        {
+            "what": "a.whl",
+            "rule": "inflate",
+            "member": "a.dist-info/METADATA",
+            "problem": "bad block",
+        },
+    ),
+    (
+        RangeProblem("a.whl", "method", member="a.dist-info/METADATA", number=12),
+        3,
+        "a.whl: a.dist-info/METADATA uses zip compression method 12",
+        "",
+        [],
+        {"what": "a.whl", "rule": "method", "member": "a.dist-info/METADATA", "number": 12},
     ),
     (
         ResolutionConflictError(
@@ -1383,6 +1535,24 @@ def _raised_names() -> dict[str, list[str]]:
 SOURCE = Path(errors.__file__).parent
 
 
+def _subclasses_elsewhere_without_fields(names: set[str]) -> list[str]:
+    """Error classes defined outside errors.py (and kernels/) that derive from one of
+    errors.py's ``names`` and define no ``fields``."""
+    found = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        rel = path.relative_to(SOURCE)
+        if rel.parts[0] == "kernels" or rel.name == "errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases = {b.id for b in node.bases if isinstance(b, ast.Name)}
+            defines = {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+            if bases & names and "fields" not in defines:
+                found.append(f"{rel}:{node.lineno} {node.name}")
+    return found
+
+
 def test_every_error_raised_carries_fields() -> None:
     """A class of errors.py either says which data it is built from (``fields``) or is a
     family base (an exit code and kind) that no code outside kernels/ constructs: a new
@@ -1400,5 +1570,6 @@ def test_every_error_raised_carries_fields() -> None:
     }
     assert prose == {}
     bases = {name for name, cls in classes.items() if cls.fields is WhError.fields}
+    assert _subclasses_elsewhere_without_fields(set(classes)) == []
     assert "ProfileError" in bases and "LockMissingError" not in bases  # the walk sees both
     assert "LockMissingError" in calls  # and finds raise sites

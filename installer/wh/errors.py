@@ -643,6 +643,153 @@ class RequiresDistError(WheelhouseError):
         }
 
 
+IndexRule = Literal[
+    "unreachable",
+    "page-status",
+    "file-status",
+    "range-status",
+    "download-status",
+    "sha256",
+    "download-sha256",
+    "download-failed",
+    "stream",
+    "bad-page",
+]
+
+
+class IndexUnavailable(WheelhouseError):
+    """The index could not be read at ``url``: "unreachable" (``problem``: the network's
+    words), "page-status", "file-status" or "download-status" (it answered HTTP
+    ``status``), "range-status" (a Range request for ``byte_range`` answered ``status``),
+    "sha256" or "download-sha256" (the file's sha256 is ``problem``, the index says
+    ``expected``), "download-failed" (``attempts`` downloads failed, the last with
+    ``problem``), "stream" (the transfer broke: ``problem``) or "bad-page" (not a project
+    page: ``problem``)."""
+
+    def __init__(
+        self,
+        url: str,
+        rule: IndexRule,
+        *,
+        status: int | None = None,
+        problem: str = "",
+        expected: str = "",
+        attempts: int = 0,
+        byte_range: str = "",
+    ) -> None:
+        self.url = url
+        self.rule = rule
+        self.status = status
+        self.problem = problem
+        self.expected = expected
+        self.attempts = attempts
+        self.byte_range = byte_range
+        again = "run `wh fetch` again; if it persists the index lacks this file"
+        hint = ""
+        match rule:
+            case "unreachable":
+                message = f"cannot reach {url}: {problem}"
+                hint = (
+                    "check the network or the index URL (`pip config list` shows the "
+                    "configured one), then run `wh fetch` again"
+                )
+            case "page-status":
+                message = f"{url} answered HTTP {status}"
+                hint = "check the index URL; run `wh fetch` again when the index is back"
+            case "file-status":
+                message, hint = f"{url} answered HTTP {status}", again
+            case "download-status":
+                message = f"{url} answered HTTP {status}"
+            case "range-status":
+                message = f"{url}: Range {byte_range} answered {status}"
+            case "sha256":
+                message = f"{url}: sha256 {problem}, the index says {expected}"
+                hint = "the index or a proxy served a different file; run `wh fetch` again"
+            case "download-sha256":
+                message = f"{url}: sha256 {problem}, the index says {expected}"
+                hint = "the download was corrupted or the index changed; run `wh fetch` again"
+            case "download-failed":
+                message = f"downloading {url} failed {attempts} times: {problem}"
+                hint = "run `wh fetch` again: the partial file is resumed"
+            case "stream":
+                message = f"{url}: {problem}"
+            case "bad-page":
+                message = f"{url}: not a valid project page ({problem})"
+                hint = "check that the URL is a simple index root (it ends in /simple/)"
+        super().__init__(message, hint=hint)
+
+    def fields(self) -> dict[str, object]:
+        out: dict[str, object] = {"url": self.url, "rule": self.rule}
+        if self.status is not None:
+            out["status"] = self.status
+        if self.problem:
+            out["problem"] = self.problem
+        if self.expected:
+            out["expected"] = self.expected
+        if self.attempts:
+            out["attempts"] = self.attempts
+        if self.byte_range:
+            out["range"] = self.byte_range
+        return out
+
+
+RangeRule = Literal[
+    "no-end-record",
+    "no-zip64-locator",
+    "no-zip64-record",
+    "bad-central-entry",
+    "metadata-count",
+    "bad-local-header",
+    "inflate",
+    "method",
+]
+
+
+class RangeProblem(WheelhouseError):
+    """The zip structure of the wheel ``what`` could not be read remotely: "no-end-record"
+    (none in its last ``number`` bytes), "no-zip64-locator", "no-zip64-record",
+    "bad-central-entry" (entry ``number``), "metadata-count" (``number`` METADATA members,
+    not one), "bad-local-header" (of ``member``), "inflate" (``member`` does not inflate:
+    ``problem``) or "method" (``member`` uses compression method ``number``)."""
+
+    def __init__(
+        self, what: str, rule: RangeRule, *, number: int = 0, member: str = "", problem: str = ""
+    ) -> None:
+        self.what = what
+        self.rule = rule
+        self.number = number
+        self.member = member
+        self.problem = problem
+        match rule:
+            case "no-end-record":
+                text = f"no zip end record in its last {number} bytes"
+            case "no-zip64-locator":
+                text = "zip64 end locator missing"
+            case "no-zip64-record":
+                text = "zip64 end record missing"
+            case "bad-central-entry":
+                text = f"central directory entry {number} is malformed"
+            case "metadata-count":
+                text = f"expected one .dist-info/METADATA, found {number}"
+            case "bad-local-header":
+                text = f"local header of {member} is malformed"
+            case "inflate":
+                text = f"{member} does not inflate ({problem})"
+            case "method":
+                text = f"{member} uses zip compression method {number}"
+        super().__init__(f"{what}: {text}")
+
+    def fields(self) -> dict[str, object]:
+        out: dict[str, object] = {"what": self.what, "rule": self.rule}
+        if self.rule in ("no-end-record", "bad-central-entry", "metadata-count", "method"):
+            out["number"] = self.number
+        if self.member:
+            out["member"] = self.member
+        if self.problem:
+            out["problem"] = self.problem
+        return out
+
+
 # --- resolution (exit 4) --------------------------------------------------------------
 
 
