@@ -14,7 +14,9 @@ class WhError(Exception):
     ``details`` are extra lines (one problem each) rendered under the message.
     A subclass whose message is built from data takes that data as typed attributes,
     builds its message and hint from them, and names them in ``fields()``: ``to_json``
-    carries them under "fields" (an error without fields has none).
+    carries them under "fields" (an error without fields has none). Every refusal is one
+    of those; the family bases below (one exit code and kind each) are never raised
+    directly, which tests/test_error_fields.py checks.
     """
 
     exit_code = 1
