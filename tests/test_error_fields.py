@@ -1573,3 +1573,21 @@ def test_every_error_raised_carries_fields() -> None:
     assert _subclasses_elsewhere_without_fields(set(classes)) == []
     assert "ProfileError" in bases and "LockMissingError" not in bases  # the walk sees both
     assert "LockMissingError" in calls  # and finds raise sites
+
+
+def test_the_cli_prints_the_fields_of_a_malformed_profile(tmp_path: Path) -> None:
+    (tmp_path / "wh.toml").write_text(
+        '[profile.ocr]\nrequirements = ["six"]\nbackend = "conda"\n', encoding="utf-8"
+    )
+    r = run_wh("lock", "ocr", "--json", cwd=tmp_path)
+    assert r.returncode == 9
+    out = json.loads(r.stdout)
+    where = f"{tmp_path / 'wh.toml'} [profile.ocr]"
+    assert out["message"] == f"{where}: backend 'conda' is not one of auto, uv, pip"
+    assert out["fields"] == {
+        "where": where,
+        "key": "backend",
+        "rule": "choice",
+        "value": "conda",
+        "expected": ["auto", "uv", "pip"],
+    }
