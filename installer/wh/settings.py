@@ -30,7 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from wh.errors import UsageError
+from wh.errors import SettingError
 
 _OFF = ("", "0")
 _ON = ("1", "true", "yes", "on")
@@ -92,10 +92,7 @@ def _flag(env: Mapping[str, str], name: str, what: str) -> bool:
         return False
     if raw.strip().lower() in _ON:
         return True
-    raise UsageError(
-        f"{name}={raw!r} is not 1 or 0",
-        hint=f"set {name}=1 to {what}, or unset it (0 or empty is off)",
-    )
+    raise SettingError(name, raw, "flag", what)
 
 
 def _installs(raw: str) -> int | None:
@@ -103,10 +100,7 @@ def _installs(raw: str) -> int | None:
     if not raw:
         return None
     if not raw.isdecimal() or int(raw) < 1:  # isdigit() takes "²", which int() refuses
-        raise UsageError(
-            f"WH_UV_CONCURRENT_INSTALLS={raw!r} is not a positive whole number",
-            hint="set it to how many wheels uv may write at once (e.g. 8), or unset it",
-        )
+        raise SettingError("WH_UV_CONCURRENT_INSTALLS", raw, "count")
     return int(raw)
 
 
@@ -115,10 +109,7 @@ def _cuda(raw: str) -> str | None:
     if not raw:
         return None
     if not _CUDA.fullmatch(raw):
-        raise UsageError(
-            f"WH_CUDA_VERSION={raw!r} is not a CUDA version",
-            hint="set it to an installed toolkit's MAJOR.MINOR (e.g. 12.8), or unset it",
-        )
+        raise SettingError("WH_CUDA_VERSION", raw, "cuda")
     return raw
 
 
@@ -135,11 +126,7 @@ def _faults(raw: str) -> tuple[Fault, ...]:
             or (verb == "sleep" and _is_seconds(arg))
         )
         if not (at.isdecimal() or at == "hashed") or not known:
-            raise UsageError(
-                f"WH_TEST_FAULT spec {spec!r} is not BATCH:ACTION",
-                hint="BATCH is a number or 'hashed'; ACTION is fail, interrupt, sleep:SECONDS "
-                "or write:ABSOLUTE-PATH; unset WH_TEST_FAULT outside tests",
-            )
+            raise SettingError("WH_TEST_FAULT", spec, "fault")
         out.append(Fault(at, action))
     return tuple(out)
 

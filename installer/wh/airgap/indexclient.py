@@ -31,7 +31,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
 from wh.airgap.rangemeta import TAIL, metadata_from_ranges
-from wh.errors import WheelhouseError
+from wh.errors import IndexUnavailable
 from wh.model.wheel import WheelMeta
 from wh.settings import cache_dir
 
@@ -69,10 +69,6 @@ def usable_wheels(
         except (InvalidWheelFilename, ValueError):
             continue
         yield f, version, tags
-
-
-class IndexUnavailable(WheelhouseError):
-    """The index could not be read (network, HTTP status, malformed page)."""
 
 
 class _Links(HTMLParser):
@@ -236,11 +232,7 @@ class Http:
                 timeout=urllib3.Timeout(connect=15, read=120),
             )
         except urllib3.exceptions.HTTPError as exc:
-            raise IndexUnavailable(
-                f"cannot reach {url}: {exc}",
-                hint="check the network or the index URL (`pip config list` shows the "
-                "configured one), then run `wh fetch` again",
-            ) from exc
+            raise IndexUnavailable(url, "unreachable", problem=str(exc)) from exc
 
     def page(self, url: str) -> tuple[str, str]:
         """A project page's text and content type: cached, revalidated once stale."""
@@ -283,10 +275,7 @@ class Http:
         if resp.status == 404:
             return "", "missing"
         if resp.status != 200:
-            raise IndexUnavailable(
-                f"{url} answered HTTP {resp.status}",
-                hint="check the index URL; run `wh fetch` again when the index is back",
-            )
+            raise IndexUnavailable(url, "page-status", status=resp.status)
         raw = bytes(resp.data)
         ctype = (resp.headers.get("Content-Type") or "text/html").split(";")[0].strip()
         entry = {
@@ -339,12 +328,11 @@ class Http:
         else:
             resp = self._get(url, {})
             if resp.status != 200:
-                raise _not_served(url, resp.status)
+                raise IndexUnavailable(url, "file-status", status=resp.status)
             data = resp.data
         if sha256 and hashlib.sha256(data).hexdigest() != sha256:
             raise IndexUnavailable(
-                f"{url}: sha256 {hashlib.sha256(data).hexdigest()}, the index says {sha256}",
-                hint="the index or a proxy served a different file; run `wh fetch` again",
+                url, "sha256", problem=hashlib.sha256(data).hexdigest(), expected=sha256
             )
         if path is not None:
             _store(path, data)
@@ -380,12 +368,14 @@ class Http:
                 def read_http(a: int, b: int) -> bytes:
                     r = self._get(url, {"Range": f"bytes={a}-{b - 1}"})
                     if r.status != 206 or len(r.data) != b - a:
-                        raise IndexUnavailable(f"{url}: Range {a}-{b - 1} answered {r.status}")
+                        raise IndexUnavailable(
+                            url, "range-status", status=r.status, byte_range=f"{a}-{b - 1}"
+                        )
                     return bytes(r.data)
 
                 data = metadata_from_ranges(total, bytes(resp.data), read_http, what)
             else:
-                raise _not_served(url, resp.status)
+                raise IndexUnavailable(url, "file-status", status=resp.status)
         if path is not None:
             _store(path, data)
         return data
@@ -414,10 +404,7 @@ class Http:
             digest = _file_sha256(part)
             if sha256 and digest != sha256:
                 part.unlink(missing_ok=True)
-                last = IndexUnavailable(
-                    f"{url}: sha256 {digest}, the index says {sha256}",
-                    hint="the download was corrupted or the index changed; run `wh fetch` again",
-                )
+                last = IndexUnavailable(url, "download-sha256", problem=digest, expected=sha256)
                 continue
             os.replace(part, dest)
             return moved
@@ -425,8 +412,7 @@ class Http:
         if isinstance(last, IndexUnavailable):
             raise last
         raise IndexUnavailable(
-            f"downloading {url} failed {attempts} times: {last}",
-            hint="run `wh fetch` again: the partial file is resumed",
+            url, "download-failed", attempts=attempts, problem=str(last)
         ) from last
 
     def _download_once(self, url: str, part: Path) -> int:
@@ -441,7 +427,7 @@ class Http:
             if resp.status == 416:  # the part is complete already
                 return 0
             if resp.status not in (200, 206):
-                raise IndexUnavailable(f"{url} answered HTTP {resp.status}")
+                raise IndexUnavailable(url, "download-status", status=resp.status)
             mode = "ab" if resp.status == 206 else "wb"
             moved = 0
             with part.open(mode) as f:
@@ -453,19 +439,10 @@ class Http:
             import urllib3
 
             if isinstance(exc, urllib3.exceptions.HTTPError):
-                raise IndexUnavailable(f"{url}: {exc}") from exc
+                raise IndexUnavailable(url, "stream", problem=str(exc)) from exc
             raise
         finally:
             resp.release_conn()
-
-
-def _not_served(url: str, status: int) -> IndexUnavailable:
-    """A file the index lists (a ``.metadata``, a wheel read for its METADATA) that its server
-    answered with something other than the file."""
-    return IndexUnavailable(
-        f"{url} answered HTTP {status}",
-        hint="run `wh fetch` again; if it persists the index lacks this file",
-    )
 
 
 def _member_from_whole(data: bytes, what: str) -> bytes:
@@ -537,10 +514,7 @@ class IndexClient:
                 return parse_json_page(text, url, self.url, keep)
             return parse_html_page(text, url, self.url, keep)
         except (ValueError, KeyError, TypeError) as exc:
-            raise IndexUnavailable(
-                f"{url}: not a valid project page ({exc})",
-                hint="check that the URL is a simple index root (it ends in /simple/)",
-            ) from exc
+            raise IndexUnavailable(url, "bad-page", problem=str(exc)) from exc
 
     def metadata(self, f: RemoteFile) -> WheelMeta:
         """The file's core metadata: its PEP 658 ``.metadata`` file where the index serves

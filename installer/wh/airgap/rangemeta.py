@@ -8,7 +8,7 @@ import struct
 import zlib
 from collections.abc import Callable
 
-from wh.errors import WheelhouseError
+from wh.errors import RangeProblem
 
 TAIL = 64 * 1024  # bytes read from the end: the end records and, usually, the directory
 _EOCD = struct.Struct("<4s4H2LH")
@@ -22,26 +22,22 @@ _METADATA = re.compile(r"^[^/]+\.dist-info/METADATA$")
 Reader = Callable[[int, int], bytes]
 
 
-class RangeProblem(WheelhouseError):
-    """The wheel's zip structure could not be read remotely."""
-
-
 def metadata_from_ranges(size: int, tail: bytes, read: Reader, what: str) -> bytes:
     """The ``*.dist-info/METADATA`` member of a zip of ``size`` bytes whose last bytes are
     ``tail``, reading anything else through ``read``."""
     tail_start = size - len(tail)
     i = tail.rfind(b"PK\x05\x06")
     if i < 0 or len(tail) - i < _EOCD.size:
-        raise RangeProblem(f"{what}: no zip end record in its last {len(tail)} bytes")
+        raise RangeProblem(what, "no-end-record", number=len(tail))
     _s, _d, _cd, _n1, count, cd_size, cd_off, _c = _EOCD.unpack_from(tail, i)
     if 0xFFFFFFFF in (cd_size, cd_off) or count == 0xFFFF:
         j = i - _LOC64.size
         if j < 0 or tail[j : j + 4] != b"PK\x06\x07":
-            raise RangeProblem(f"{what}: zip64 end locator missing")
+            raise RangeProblem(what, "no-zip64-locator")
         _s, _disk, eocd64_off, _t = _LOC64.unpack_from(tail, j)
         rec = _slice(tail, tail_start, eocd64_off, _EOCD64.size, read)
         if rec[:4] != b"PK\x06\x06":
-            raise RangeProblem(f"{what}: zip64 end record missing")
+            raise RangeProblem(what, "no-zip64-record")
         fields = _EOCD64.unpack_from(rec)
         count, cd_size, cd_off = fields[7], fields[8], fields[9]
     cd = _slice(tail, tail_start, cd_off, cd_size, read)
@@ -49,7 +45,7 @@ def metadata_from_ranges(size: int, tail: bytes, read: Reader, what: str) -> byt
     found: list[tuple[str, int, int, int]] = []
     for _ in range(count):
         if cd[pos : pos + 4] != b"PK\x01\x02":
-            raise RangeProblem(f"{what}: central directory entry {len(found)} is malformed")
+            raise RangeProblem(what, "bad-central-entry", number=len(found))
         e = _CENTRAL.unpack_from(cd, pos)
         method, comp, usize, nlen, xlen, clen, local = e[4], e[6], e[7], e[8], e[9], e[10], e[14]
         name = cd[pos + _CENTRAL.size : pos + _CENTRAL.size + nlen].decode("utf-8", "replace")
@@ -59,12 +55,12 @@ def metadata_from_ranges(size: int, tail: bytes, read: Reader, what: str) -> byt
             found.append((name, method, comp, local))
         pos += _CENTRAL.size + nlen + xlen + clen
     if len(found) != 1:
-        raise RangeProblem(f"{what}: expected one .dist-info/METADATA, found {len(found)}")
+        raise RangeProblem(what, "metadata-count", number=len(found))
     name, method, comp, local = found[0]
     head = _slice(tail, tail_start, local, _LOCAL.size, read)
     sig, lnlen, lxlen = _LOCAL.unpack_from(head)
     if sig != b"PK\x03\x04":
-        raise RangeProblem(f"{what}: local header of {name} is malformed")
+        raise RangeProblem(what, "bad-local-header", member=name)
     start = local + _LOCAL.size + lnlen + lxlen
     data = _slice(tail, tail_start, start, comp, read)
     if method == 0:
@@ -73,8 +69,8 @@ def metadata_from_ranges(size: int, tail: bytes, read: Reader, what: str) -> byt
         try:
             return zlib.decompress(data, -15)
         except zlib.error as exc:
-            raise RangeProblem(f"{what}: {name} does not inflate ({exc})") from exc
-    raise RangeProblem(f"{what}: {name} uses zip compression method {method}")
+            raise RangeProblem(what, "inflate", member=name, problem=str(exc)) from exc
+    raise RangeProblem(what, "method", member=name, number=method)
 
 
 def _slice(tail: bytes, tail_start: int, start: int, length: int, read: Reader) -> bytes:

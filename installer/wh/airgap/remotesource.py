@@ -22,7 +22,7 @@ from packaging.utils import (
 from packaging.version import Version
 
 from wh.airgap.indexclient import IndexClient, RemoteFile, usable_wheels
-from wh.errors import WheelhouseError
+from wh.errors import RequiresDistError
 from wh.model.choices import Prereleases
 from wh.model.manifest import DEFAULT_PRERELEASES, order_prereleases
 from wh.model.profile import Drop, Override
@@ -47,10 +47,8 @@ class RemoteWheel(Wheel):
             try:
                 out.append(Requirement(text))
             except InvalidRequirement as exc:
-                raise WheelhouseError(
-                    f"{self.remote.filename} on {self.remote.index}: Requires-Dist {text!r} "
-                    f"is not a valid requirement ({exc})",
-                    hint="exclude this version with a tighter requirement or an override",
+                raise RequiresDistError(
+                    self.remote.filename, str(self.remote.index), text, str(exc)
                 ) from exc
         return tuple(out)
 

@@ -30,7 +30,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from wh.errors import LockError, ProfileError
+from wh.errors import BundleSignatureError, KeyFileError
 
 SIGNATURE = "SHA256SUMS.sig"
 _MAGIC = "wh-signature 1"
@@ -65,11 +65,7 @@ def fingerprint(key: Ed25519PublicKey) -> str:
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
     """An ed25519 private key from a PEM (PKCS#8) or OpenSSH file."""
-    data = _read_key(
-        path,
-        "the signing key",
-        "make one with `wh keygen KEY` (or `ssh-keygen -t ed25519 -N '' -f KEY`)",
-    )
+    data = _read_key(path, private=True)
     key: object
     try:
         if b"OPENSSH PRIVATE KEY" in data:
@@ -77,27 +73,17 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
         else:
             key = serialization.load_pem_private_key(data, password=None)
     except TypeError as exc:  # the file is encrypted
-        raise ProfileError(
-            f"the signing key {path} is protected by a passphrase, which wh does not ask for",
-            hint="sign with an unencrypted copy kept offline, e.g. "
-            "`ssh-keygen -p -N '' -f COPY` on a copy of the key",
-        ) from exc
+        raise KeyFileError(path, "passphrase", private=True) from exc
     except (ValueError, UnsupportedAlgorithm) as exc:
-        raise ProfileError(
-            f"{path} is not an ed25519 private key wh can read ({exc})",
-            hint="use a key made by `wh keygen KEY`, `ssh-keygen -t ed25519` or "
-            "`openssl genpkey -algorithm ed25519`",
-        ) from exc
+        raise KeyFileError(path, "not-private", private=True, problem=str(exc)) from exc
     if not isinstance(key, Ed25519PrivateKey):
-        raise _not_ed25519(path, key, "bundles are signed with ed25519 keys only: `wh keygen KEY`")
+        raise KeyFileError(path, "not-ed25519", private=True, problem=type(key).__name__)
     return key
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """An ed25519 public key from an OpenSSH line (``ssh-ed25519 AAAA...``) or a PEM file."""
-    data = _read_key(
-        path, "the trusted key", "pass --trust with the signer's public key file (KEY.pub)"
-    )
+    data = _read_key(path, private=False)
     key: object
     try:
         if data.lstrip().startswith(b"ssh-"):
@@ -105,24 +91,17 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
         else:
             key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm) as exc:
-        raise ProfileError(
-            f"{path} is not an ed25519 public key wh can read ({exc})",
-            hint="pass the signer's KEY.pub (OpenSSH `ssh-ed25519 ...` line or PEM public key)",
-        ) from exc
+        raise KeyFileError(path, "not-public", private=False, problem=str(exc)) from exc
     if not isinstance(key, Ed25519PublicKey):
-        raise _not_ed25519(path, key, "bundles are signed with ed25519 keys only")
+        raise KeyFileError(path, "not-ed25519", private=False, problem=type(key).__name__)
     return key
 
 
-def _read_key(path: Path, what: str, hint: str) -> bytes:
+def _read_key(path: Path, *, private: bool) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise ProfileError(f"cannot read {what} {path} ({exc.strerror})", hint=hint) from exc
-
-
-def _not_ed25519(path: Path, key: object, hint: str) -> ProfileError:
-    return ProfileError(f"{path} is a {type(key).__name__}, not an ed25519 key", hint=hint)
+        raise KeyFileError(path, "unreadable", private=private, problem=str(exc.strerror)) from exc
 
 
 def generate(path: Path) -> str:
@@ -131,10 +110,7 @@ def generate(path: Path) -> str:
     pub = path.with_name(path.name + ".pub")
     existing = [p for p in (path, pub) if p.exists()]
     if existing:
-        raise ProfileError(
-            f"{existing[0]} exists; wh keygen never overwrites a key",
-            hint="choose another path, or remove the old key deliberately",
-        )
+        raise KeyFileError(existing[0], "exists", private=existing[0] == path)
     key = Ed25519PrivateKey.generate()
     private = key.private_bytes(
         serialization.Encoding.PEM,
@@ -171,50 +147,24 @@ def check(
     keys = {fingerprint(k): k for k in (load_public_key(p) for p in trusted)}
     if not sig_path.is_file():
         if keys:
-            raise LockError(
-                f"bundle {root} is not signed, and --trust asks for a signature by "
-                f"{', '.join(sorted(keys))}; nothing was installed",
-                hint="get the signed bundle from its maker (`wh bundle --sign KEY`); an "
-                "unsigned copy may have been replaced on the way",
-            )
+            raise BundleSignatureError(root, "unsigned-but-trusted", trusted=sorted(keys))
         if not allow_unsigned:
-            raise LockError(
-                f"bundle {root} is not signed, so nothing says who made it; nothing was installed",
-                hint="ask its maker for a signed bundle (`wh bundle --sign KEY`) and pass "
-                "--trust KEY.pub, or pass --allow-unsigned if you checked the archive's "
-                "sha256 another way",
-            )
+            raise BundleSignatureError(root, "unsigned")
         return Signed(None)
     lines = sig_path.read_text(encoding="utf-8", errors="replace").splitlines()
     fields = dict(line.partition(" ")[::2] for line in lines[1:] if line)
     signer = fields.get("key", "").removeprefix("ed25519 ").strip()
     if not lines or lines[0] != _MAGIC or "signature" not in fields or not signer:
-        raise LockError(
-            f"{sig_path} is malformed; nothing was installed",
-            hint="the bundle was damaged or tampered with: copy it again from its maker",
-        )
+        raise BundleSignatureError(root, "malformed", signature=sig_path)
     if not keys:
         if allow_unsigned:
             return Signed(None, claimed=signer)
-        raise LockError(
-            f"bundle {root} is signed by {signer}, but no key is trusted; nothing was installed",
-            hint="pass --trust KEY.pub with the public key of the bundle's maker (compare its "
-            f"fingerprint with {signer} by `ssh-keygen -lf KEY.pub`)",
-        )
+        raise BundleSignatureError(root, "no-trusted-key", signer=signer)
     key = keys.get(signer)
     if key is None:
-        raise LockError(
-            f"bundle {root} is signed by {signer}, which is none of the trusted keys "
-            f"({', '.join(sorted(keys))}); nothing was installed",
-            hint="pass --trust with the public key of the bundle's real maker; a bundle signed "
-            "by an unknown key may come from anyone",
-        )
+        raise BundleSignatureError(root, "untrusted", signer=signer, trusted=sorted(keys))
     try:
         key.verify(base64.b64decode(fields["signature"], validate=True), manifest)
     except (InvalidSignature, ValueError) as exc:
-        raise LockError(
-            f"the signature of bundle {root} does not match its SHA256SUMS: the "
-            "manifest (and so the lock or a wheel) changed after signing; nothing was installed",
-            hint="the bundle was tampered with or damaged: copy it again from its maker",
-        ) from exc
+        raise BundleSignatureError(root, "mismatch", signer=signer) from exc
     return Signed(signer)

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from packaging.utils import NormalizedName
 
-from wh.errors import WheelhouseError
+from wh.errors import WheelMetadataError
 from wh.model.wheel import Wheel, WheelProblem
 from wh.wheel.wheelfile import dist_info_folder, read_bounded
 from wh.wheelhouse.scan import Problem, scan
@@ -123,14 +123,11 @@ def core_metadata(wheel: Path) -> bytes:
         except WheelProblem:
             member = ""
         if member not in names:
-            raise WheelhouseError(f"{wheel.name}: expected one .dist-info/METADATA")
+            raise WheelMetadataError(wheel.name)
         try:
             return read_bounded(zf, member)
         except WheelProblem as exc:
-            raise WheelhouseError(
-                f"{wheel.name}: {exc}",
-                hint="replace the wheel with a sound build; `wh scan` excludes it too",
-            ) from exc
+            raise WheelMetadataError(wheel.name, str(exc)) from exc
 
 
 def _write_if_changed(path: Path, data: bytes, written: list[Path]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from packaging.utils import NormalizedName
 
 from wh.env.environment import Environment
-from wh.errors import ResolutionError
+from wh.errors import BreakingPlanError
 from wh.install.outside import broken_by
 
 
@@ -21,12 +21,5 @@ def refuse_breaking(
     change, with every such requirement at once."""
     broken = broken_by(env.dists, after, env.target, skip=covered)
     if broken:
-        names = sorted({b.dist.split()[0] for b in broken})
-        raise ResolutionError(
-            f"the plan would break {len(broken)} requirement(s) of distributions installed "
-            f"in {env.python} outside the lock; nothing was changed",
-            details=[str(b) for b in broken],
-            hint="add them to the profile so the lock resolves them with the rest ("
-            + " ".join(f"-r {n}" for n in names)
-            + "), or remove them from the environment deliberately",
-        )
+        names = [b.dist.split()[0] for b in broken]
+        raise BreakingPlanError(env.python, [str(b) for b in broken], names)

@@ -26,9 +26,8 @@ from wh.app.hooks import TargetSpec
 from wh.app.loadscan import copy_records
 from wh.app.lock import do_lock
 from wh.env.environment import Environment
-from wh.errors import LockError, WheelhouseError
+from wh.errors import BundleError, BundleOverwriteError, ToolWheelsError, UnportablePathsError
 from wh.hashing import sha256_file, sha256_many
-from wh.install.overwrite import allow_hint
 from wh.install.validate import checked_index, refuse_wheels
 from wh.model import lockfile as lockmod
 from wh.model.candidates import CandidateIndex
@@ -124,14 +123,7 @@ def make_bundle(
         progress.status(f"locking {profile.name} for {target.description} inside the bundle")
         done = do_lock(manifest, stage / WHEELS, stage / lock_name, spec)
         if done.overwrites:  # the install would refuse them offline: refuse here, online
-            raise WheelhouseError(
-                f"the bundle's install would fail: {len(done.overwrites)} file(s) are written "
-                f"by two of its wheels; no bundle was written to {output}",
-                details=list(done.overwrites),
-                hint=allow_hint(done.overwrites).replace(
-                    "the profile", f"[profile.{profile.name}]"
-                ),
-            )
+            raise BundleOverwriteError(output, profile.name, done.overwrites)
         named = {
             c.candidate.wheel.filename
             for c in done.resolution.packages.values()
@@ -195,13 +187,7 @@ def check_wheels_for(target: Target, wheels: list[Path]) -> None:
     found = portable.problems(members, windows=platform == "win32", landing=landing)
     if found:
         where = "Windows" if platform == "win32" else "macOS"
-        raise WheelhouseError(
-            f"{len(found)} path(s) in the locked wheels cannot be written on {where} as named; "
-            "nothing was bundled",
-            details=found[:50] + ([f"... and {len(found) - 50} more"] if len(found) > 50 else []),
-            hint=f"these wheels would install wrongly or overwrite each other on {where}: "
-            "replace them with builds made for the target, or leave them out of the profile",
-        )
+        raise UnportablePathsError(where, found)
 
 
 def landing(arcname: str) -> str:
@@ -237,11 +223,7 @@ def collect_tool_wheels(
         build_wh_wheel(source or source_tree(), house)
         report = fetch(wh_manifest, house, [(target, env)], local_only=["wh"])
         if report.missing:
-            raise WheelhouseError(
-                f"wh's own dependencies cannot be had as wheels for {target.description}",
-                details=[str(m) for m in report.missing],
-                hint="pass --wh-wheels DIR holding wh's wheel and its dependencies",
-            )
+            raise ToolWheelsError(target.description, [str(m) for m in report.missing])
         resolution = report.resolutions[target.description]
     names = []
     for chosen in resolution.packages.values():
@@ -258,10 +240,7 @@ def source_tree() -> Path:
     pyproject = root / "pyproject.toml"
     if pyproject.is_file() and 'name = "wh"' in pyproject.read_text(encoding="utf-8"):
         return root
-    raise WheelhouseError(
-        "wh is not running from its source tree, so its wheel cannot be built",
-        hint="pass --wh-wheels DIR holding wh's wheel and its dependencies for the target",
-    )
+    raise ToolWheelsError(None)
 
 
 def build_wh_wheel(source: Path, dest: Path) -> Path:
@@ -353,14 +332,12 @@ def open_bundle(
         tops = [p for p in tmp.iterdir()]
         root = tops[0] if len(tops) == 1 and tops[0].is_dir() else tmp
     else:
-        raise LockError(f"bundle {path} does not exist", hint="pass the bundle file or folder")
+        raise BundleError(path, "missing")
     try:
         manifest = (root / MANIFEST).read_bytes()
     except OSError as exc:
-        raise LockError(
-            f"{root} has no readable {MANIFEST} ({exc.strerror}); it is not a wh bundle or it "
-            "was damaged; nothing was installed",
-            hint="make the bundle again with `wh bundle`",
+        raise BundleError(
+            root, "unreadable-manifest", member=MANIFEST, problem=str(exc.strerror)
         ) from exc
     # always, whatever the manifest holds: an emptied one must not skip the signature
     progress.status(signing.check(root, manifest, trust, allow_unsigned=allow_unsigned).describe())
@@ -375,7 +352,7 @@ def open_bundle(
 def read_info(root: Path) -> dict[str, str]:
     path = root / INFO
     if not path.is_file():
-        raise LockError(f"{root} is not a wh bundle: {INFO} is missing")
+        raise BundleError(root, "no-info", member=INFO)
     pairs = (line.partition("=") for line in path.read_text(encoding="utf-8").splitlines())
     return {k.strip(): v.strip() for k, sep, v in pairs if sep}
 
@@ -385,10 +362,7 @@ def verify_manifest(root: Path, data: bytes | None = None) -> int:
     the manifest's bytes when already read (the ones whose signature was checked)."""
     manifest = root / MANIFEST
     if not data and not manifest.is_file():
-        raise LockError(
-            f"{root} has no {MANIFEST}; it is not a wh bundle or it was damaged",
-            hint="make the bundle again with `wh bundle`",
-        )
+        raise BundleError(root, "no-manifest", member=MANIFEST)
     expected: dict[str, str] = {}
     problems: list[str] = []
     text = (data or manifest.read_bytes()).decode("utf-8", "replace")
@@ -423,12 +397,7 @@ def verify_manifest(root: Path, data: bytes | None = None) -> int:
         if lock and lock not in expected:
             problems.append(f"{lock}: the lock {INFO} names is not in the manifest")
     if problems:
-        raise LockError(
-            f"bundle {root}: {len(problems)} file(s) do not match its manifest; "
-            "nothing was installed",
-            details=problems,
-            hint="the bundle was damaged or tampered with: copy it again from its source",
-        )
+        raise BundleError(root, "manifest-mismatch", problems=problems)
     return len(expected)
 
 
@@ -484,7 +453,7 @@ def extract(archive: Path, dest: Path) -> None:
                 ],
             )
     else:
-        raise LockError(f"{archive} is neither a zip nor a tar archive")
+        raise BundleError(archive, "not-an-archive")
 
 
 @dataclass(frozen=True)
@@ -514,15 +483,11 @@ def _unpack(archive: Path, dest: Path, entries: Sequence[_Entry]) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         member = e.opener()
         if member is None:
-            raise LockError(f"{archive}: cannot read {e.name!r}")
+            raise BundleError(archive, "unreadable-entry", member=e.name)
         with member, out.open("wb") as dst:
             shutil.copyfileobj(member, dst, 1 << 20)
 
 
 def _refuse(archive: Path, bad: list[str]) -> None:
     if bad:
-        raise LockError(
-            f"{archive}: {len(bad)} unsafe entry(ies); nothing was unpacked or installed",
-            details=bad[:20] + ([f"... and {len(bad) - 20} more"] if len(bad) > 20 else []),
-            hint="the bundle was not made by `wh bundle`, or it was tampered with",
-        )
+        raise BundleError(archive, "unsafe-entries", problems=bad)

@@ -28,7 +28,13 @@ from wh.airgap.remotesource import RemoteWheel, Source
 from wh.app.hooks import TargetSpec
 from wh.app.loadscan import record_wheelhouse
 from wh.env.environment import Environment
-from wh.errors import ProfileError, ResolutionError, WheelhouseError
+from wh.errors import (
+    EmptyProfileError,
+    FetchMissingError,
+    IndexOptionError,
+    ResolutionError,
+    WheelhouseError,
+)
 from wh.hashing import sha256_many
 from wh.model.candidates import CandidateIndex
 from wh.model.manifest import Manifest, StandIns
@@ -114,14 +120,7 @@ class FetchReport:
         """The error (exit 3) a fetch that could not have everything ends with, else None."""
         if not self.missing:
             return None
-        return WheelhouseError(
-            f"{len(self.missing)} requirement(s) cannot be had as wheels; nothing was downloaded"
-            if not self.downloaded
-            else f"{len(self.missing)} wheel(s) could not be had",
-            details=[str(m) for m in self.missing],
-            hint="follow the advice on each line, then run `wh fetch` again: wheels already "
-            "in the wheelhouse are checked, not downloaded twice",
-        )
+        return FetchMissingError([str(m) for m in self.missing], downloaded=bool(self.downloaded))
 
     def to_json(self) -> dict[str, object]:
         """What `wh fetch --json` prints."""
@@ -392,10 +391,7 @@ def fetch(
     download exactly the resolved wheels into ``wheelhouse`` and check that it locks."""
     profile = manifest.profile
     if not manifest.requirements:
-        raise ProfileError(
-            f"profile {profile.name!r} has no requirements",
-            hint="add requirements to the profile or pass --requirement",
-        )
+        raise EmptyProfileError(profile.name)
     pinned_urls = {canonicalize_name(k): v for k, v in dict(profile.indexes).items()}
     pinned_urls.update({canonicalize_name(k): v for k, v in (indexes or {}).items()})
     http = http or Http(refresh=refresh)
@@ -561,10 +557,7 @@ def parse_index_option(values: Iterable[str]) -> dict[str, str]:
     for v in values:
         name, sep, url = v.partition("=")
         if not sep or not name.strip() or not url.strip():
-            raise ProfileError(
-                f"--index {v!r} is not NAME=URL",
-                hint="e.g. --index torch=https://download.pytorch.org/whl/cu130",
-            )
+            raise IndexOptionError(v)
         out[canonicalize_name(name.strip())] = url.strip()
     return out
 

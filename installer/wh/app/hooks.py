@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wh.env.environment import Environment, default_python, probe
-from wh.errors import TargetError
+from wh.errors import TargetOptionsError
 from wh.model.target import Target, declared
 
 
@@ -26,16 +26,9 @@ class TargetSpec:
     def resolve(self) -> tuple[Target, Environment | None]:
         if self.platform or self.python_version:
             if self.python is not None:
-                raise TargetError(
-                    "--python cannot be combined with --platform/--python-version",
-                    hint="use --python for a live interpreter, or both --platform and "
-                    "--python-version for a declared target",
-                )
+                raise TargetOptionsError("python-and-declared")
             if not (self.platform and self.python_version):
-                raise TargetError(
-                    "a declared target needs both --platform and --python-version",
-                    hint="e.g. --platform win_amd64 --python-version 3.12",
-                )
+                raise TargetOptionsError("half-declared")
             return declared(self.platform, self.python_version), None
         env = probe(self.python or default_python(), cached=True)
         return env.target, env

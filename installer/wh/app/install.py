@@ -23,12 +23,12 @@ from wh.app.verify import (
 )
 from wh.env.environment import Environment, probe, venv_prefix
 from wh.errors import (
-    LockError,
     LockKeptError,
+    LockSettingError,
     LockTargetError,
     LockWheelsError,
     ProtectedChangeError,
-    TargetError,
+    VenvMismatchError,
 )
 from wh.hashing import sha256_many
 from wh.install import (
@@ -160,11 +160,7 @@ def do_install(
             progress.status(recovered)
         env = probe(python)  # what is installed now that we hold the environment
         if not _same_folder(env.prefix, prefix):
-            raise TargetError(
-                f"{python} reports its environment at {env.prefix}, but its pyvenv.cfg is "
-                f"in {prefix}",
-                hint="pass --python with the interpreter of the venv to install into",
-            )
+            raise VenvMismatchError(python, env.prefix, prefix)
         return _install_locked(
             lock,
             env,
@@ -184,10 +180,7 @@ def _locked(kind: type[E], lock: lockmod.Lock, key: str, value: str) -> E:
     try:
         return kind(value)
     except ValueError:
-        raise LockError(
-            f"{lock.path}: [tool.wh] {key} {value!r} is not one of {', '.join(kind.values())}",
-            hint=f"re-lock it with `wh lock PROFILE`, or pass --{key}",
-        ) from None
+        raise LockSettingError(lock.path, key, value, kind.values()) from None
 
 
 def _same_folder(a: Path, b: Path) -> bool:

@@ -16,7 +16,14 @@ from wh.app.hooks import TargetSpec
 from wh.app.lockreport import LockCheckReport, LockResult
 from wh.app.scan import scan_wheelhouse
 from wh.env.environment import Environment
-from wh.errors import LockError, ProfileError, ProtectionError, ResolutionError, WheelhouseError
+from wh.errors import (
+    EmptyProfileError,
+    LockStaleError,
+    ProtectedNotInstalledError,
+    ProtectionError,
+    ResolutionError,
+    WheelhouseError,
+)
 from wh.install.overwrite import between_wheels
 from wh.install.validate import refuse_ambiguous
 from wh.model import lockfile as lockmod
@@ -47,10 +54,7 @@ def do_lock(
     """Lock ``manifest`` from the wheelhouse; ``resolved`` is the target when already probed."""
     profile = manifest.profile
     if not manifest.requirements:
-        raise ProfileError(
-            f"profile {profile.name!r} has no requirements",
-            hint="add requirements to the profile or pass --requirement",
-        )
+        raise EmptyProfileError(profile.name)
     # The interpreter probe (a subprocess) runs while the wheelhouse is scanned. The scan
     # reads every wheel's metadata, but hashes only the wheels of the packages locked below.
     if resolved is not None:
@@ -92,19 +96,15 @@ def do_lock(
     if missing and env is not None:
         name = missing[0]
         chosen = resolution.packages[name]
-        raise ProtectionError(
-            f"{name} is protected but not installed in {env.python}; the plan would install "
-            f"{name} {chosen.candidate.version} from the wheelhouse",
-            details=[edge.describe() for edge in chosen.required_by],
-            hint=f"install the {name} build you need into the environment first, or name the "
-            f"exact build to install from the wheelhouse: "
-            + (
-                " or ".join(
-                    f"--protect '{name}=={v}'"
-                    for v in sorted({w.version for w in wh.wheels if w.name == name}, reverse=True)
-                )
-                or f"--protect '{name}==VERSION' (the wheelhouse has no {name} wheel)"
-            ),
+        raise ProtectedNotInstalledError(
+            name,
+            str(chosen.candidate.version),
+            env.python,
+            [edge.describe() for edge in chosen.required_by],
+            [
+                str(v)
+                for v in sorted({w.version for w in wh.wheels if w.name == name}, reverse=True)
+            ],
         )
     if env is not None and manifest.keep_installed:  # must not break what it leaves alone
         refuse_breaking(
@@ -214,9 +214,5 @@ def lock_is_current(
     when it is not."""
     problems = check_lock(manifest, wheelhouse_dir, lock_path, spec, load=load)
     if problems:
-        raise LockError(
-            f"{lock_path} is out of date",
-            details=problems[:60],
-            hint=f"re-lock with `wh lock {manifest.profile.name}` and review the diff",
-        )
+        raise LockStaleError(lock_path, manifest.profile.name, problems)
     return LockCheckReport(lock_path)

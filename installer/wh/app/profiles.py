@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from wh.errors import ProfileError
+from wh.errors import ProfileFileError, UnknownProfileError
 from wh.model.profile import Profile, parse_profile
 
 if sys.version_info >= (3, 11):
@@ -24,9 +24,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
             data: dict[str, Any] = tomllib.load(f)
             return data
     except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(
-            f"{path}: not valid TOML ({exc})", hint="fix the syntax at the line named"
-        ) from exc
+        raise ProfileFileError(path, str(exc)) from exc
 
 
 def _tables(path: Path) -> dict[str, Any]:
@@ -35,7 +33,7 @@ def _tables(path: Path) -> dict[str, Any]:
         data = data.get("tool", {}).get("wh", {})
     profiles = data.get("profile", {})
     if not isinstance(profiles, dict):
-        raise ProfileError(f"{path}: 'profile' must be a table of tables")
+        raise ProfileFileError(path)
     return profiles
 
 
@@ -51,11 +49,7 @@ def load_profile(name: str, search: Iterable[Path] = ()) -> Profile:
     if found is not None:
         return found
     known = sorted({*builtin_names(), *(n for p in search if p.is_file() for n in _tables(p))})
-    raise ProfileError(
-        f"no profile named {name!r}",
-        hint=f"known profiles: {', '.join(known) or 'none'}; define one under [profile.{name}] "
-        "in wh.toml or [tool.wh.profile.NAME] in pyproject.toml",
-    )
+    raise UnknownProfileError(name, known)
 
 
 def find_profile(name: str, search: Iterable[Path] = ()) -> Profile | None:

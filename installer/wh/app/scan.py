@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from wh import progress
-from wh.errors import WheelhouseError
+from wh.errors import WheelhouseError, WheelsExcludedError
 from wh.wheelhouse.scan import Wheelhouse, scan
 
 
@@ -51,11 +51,7 @@ class ScanReport:
         problems = self.wheelhouse.problems
         if not strict or not problems:
             return None
-        return WheelhouseError(
-            f"{len(problems)} wheel(s) excluded from {self.root}",
-            details=[str(p) for p in problems],
-            hint="remove or replace the broken wheels",
-        )
+        return WheelsExcludedError(self.root, [str(p) for p in problems])
 
 
 def scan_report(root: Path) -> ScanReport:

@@ -17,7 +17,7 @@ from wh.app.verify import (
     whole_environment,
 )
 from wh.env.environment import Environment, probe
-from wh.errors import VerifyError
+from wh.errors import VerificationFailedError
 from wh.kernels.advice import advice_for
 from wh.model import lockfile as lockmod
 from wh.model.toolwh import Snippet
@@ -101,8 +101,4 @@ def raise_on_failures(findings: list[Finding], *, installing: bool = False) -> N
             "--checks warn" in a for a in advice
         ):
             advice.append("with --checks warn an install keeps going past failed import checks")
-    raise VerifyError(
-        f"verification failed: {len(bad)} problem(s)",
-        details=[f.message for f in bad],
-        hint="; ".join(advice) or "inspect with `wh why NAME`",
-    )
+    raise VerificationFailedError([f.message for f in bad], advice)

@@ -19,7 +19,7 @@ import click
 from wh import __version__, progress, settings
 from wh.cli import reporters
 from wh.cli.common import common
-from wh.errors import WhError
+from wh.errors import TargetOptionsError, VerifyError, WhError
 from wh.model.choices import BackendChoice, ChecksMode, LinkMode, Prereleases, UvCacheMode
 
 if TYPE_CHECKING:
@@ -468,13 +468,9 @@ def install(
     from wh.app.install import do_install
     from wh.app.lock import do_lock
     from wh.env.environment import default_python
-    from wh.errors import TargetError
 
     if kw["platform"] or kw["python_version"]:
-        raise TargetError(
-            "install needs a live interpreter, not a declared target",
-            hint="use --python PATH (lock for a declared target with `wh lock`)",
-        )
+        raise TargetOptionsError("install-declared")
     if bundle is not None:
         from wh.app.bundle import open_bundle
 
@@ -572,7 +568,6 @@ def install(
 def _finish(as_json: bool, findings: list[Any]) -> None:
     """Exit 8 on failed verification; in JSON mode the findings already carry the details."""
     from wh.app.verification import raise_on_failures
-    from wh.errors import VerifyError
 
     if as_json:
         if any(not f.ok for f in findings):

@@ -19,7 +19,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from wh.cache.stamps import cache_file, stat_key, write_json
-from wh.errors import ProcessError, TargetError
+from wh.errors import InterpreterError, NoTargetError, ProcessError
 from wh.model.installed import InstalledDist
 from wh.model.target import Target
 from wh.proc import spawn as proc
@@ -114,17 +114,7 @@ def default_python() -> Path:
     own = Path(sys.prefix)
     if venv and not _same(Path(venv), own):
         return venv_python(Path(venv))
-    raise TargetError(
-        "no target environment: no --python was given and "
-        + (
-            f"the active environment {venv} is wh's own"
-            if venv
-            else "no virtual environment is active"
-        ),
-        hint="name the target with --python PATH (an interpreter or a venv folder), or "
-        "activate the venv to install into (VIRTUAL_ENV); wh never installs into the "
-        f"environment it runs from ({own})",
-    )
+    raise NoTargetError(venv, own)
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -166,10 +156,7 @@ def probe(python: Path, *, cached: bool = False) -> Environment:
     if python.is_dir():
         python = venv_python(python)
     if not python.exists():
-        raise TargetError(
-            f"target interpreter {python} does not exist",
-            hint="pass --python with the path of an existing interpreter or venv",
-        )
+        raise InterpreterError(python, "missing")
     data = _recall(python) if cached else None
     if data is None:
         data = _run_probe(python)
@@ -194,37 +181,25 @@ def _run_probe(python: Path) -> dict[str, Any]:
                 shown=f"{python} -I -c <wh environment probe>",
             )
         except ProcessError as exc:
-            raise TargetError(
-                f"target interpreter {python} could not be probed",
-                details=[exc.message, *exc.details],
-                hint="check that it is a working CPython 3.10 or newer",
-            ) from exc
+            raise InterpreterError(python, "unprobed", output=[exc.message, *exc.details]) from exc
         text = answer.read_text(encoding="utf-8")
     finally:
         answer.unlink(missing_ok=True)
     try:
         data: dict[str, Any] = json.loads(text)
     except ValueError as exc:
-        raise TargetError(
-            f"{python} is not a Python interpreter wh can use: its answer to the probe is not "
-            f"JSON ({exc})",
-            details=[line for line in (done.stdout + done.stderr).splitlines()[-20:] if line],
-            hint="pass --python with a CPython 3.10+ interpreter or a venv folder, and check "
-            "that nothing in its site-packages replaces the json module",
+        raise InterpreterError(
+            python,
+            "not-json",
+            problem=str(exc),
+            output=[line for line in (done.stdout + done.stderr).splitlines()[-20:] if line],
         ) from exc
     if isinstance(data, dict) and "too_old" in data:
-        raise TargetError(
-            f"{python} is Python {data['too_old']}; wh needs a target of Python 3.10 or newer "
-            f"(its probe runs packaging {packaging.__version__}, which needs 3.10)",
-            hint="create the target venv with Python 3.10 or newer, e.g. `py -3.12 -m venv "
-            "VENV` on Windows or `python3.12 -m venv VENV`",
+        raise InterpreterError(
+            python, "too-old", version=str(data["too_old"]), packaging=packaging.__version__
         )
     if not isinstance(data, dict) or "markers" not in data:
-        raise TargetError(
-            f"{python} is not a Python interpreter wh can use: its answer to the probe "
-            "lacks the environment's markers",
-            hint="pass --python with a CPython 3.10+ interpreter or a venv folder",
-        )
+        raise InterpreterError(python, "no-markers")
     data["startup_output"] = done.stdout[-2000:]
     return data
 

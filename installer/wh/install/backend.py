@@ -15,7 +15,13 @@ from typing import Protocol
 from packaging.utils import parse_wheel_filename
 
 from wh import settings
-from wh.errors import InstallError, ProcessError, TargetError
+from wh.errors import (
+    BackendError,
+    BackendFailedError,
+    InterpreterError,
+    LinkModeError,
+    ProcessError,
+)
 from wh.install import uvcache
 from wh.model.choices import BackendChoice, LinkMode
 from wh.proc import spawn as proc
@@ -197,7 +203,7 @@ class PipBackend:
     ) -> None:
         why = unsupported_link_mode(self.name, self.capabilities, link_mode)
         if why is not None:
-            raise InstallError(why, hint="use --backend uv, or --link-mode copy")
+            raise LinkModeError(str(link_mode), "backend", why=why)
         cmd = self.command(python, [], link_mode=link_mode, reinstall=reinstall)
         _run_with_wheels(cmd, wheels, "pip", proc.clean_env())
 
@@ -212,10 +218,7 @@ class PipBackend:
     ) -> None:
         """Refused: pip installs into the environment itself (``capabilities.stages`` is
         False, so ``strategy.decide`` never stages with it)."""
-        raise InstallError(
-            "pip cannot write wheels into a staging folder: it installs into the environment only",
-            hint="report this: wh stages only with a backend whose capabilities say it stages",
-        )
+        raise BackendError("pip", "cannot-stage")
 
     def cache_dir(self) -> Path | None:
         """None: pip unpacks through no uv cache."""
@@ -270,7 +273,7 @@ def _run(cmd: list[str], what: str, env: Mapping[str, str]) -> None:
     try:
         proc.run(cmd, env=env, what=f"{what} install")
     except ProcessError as exc:
-        raise InstallError(exc.message, details=exc.details, hint="see the output above") from exc
+        raise BackendFailedError(exc) from exc
 
 
 def fit_interpreter(
@@ -287,13 +290,7 @@ def fit_interpreter(
         return chosen, None
     shown = [line for line in startup_output.splitlines() if line.strip()][-5:]
     if requested != BackendChoice.AUTO:
-        raise TargetError(
-            f"{python} prints to stdout as it starts, which uv cannot work with; nothing "
-            "was installed",
-            details=[f"start-up output: {line}" for line in shown],
-            hint="use --backend pip, or remove the print from the .pth file (or "
-            "sitecustomize) in its site-packages that prints it",
-        )
+        raise InterpreterError(python, "prints", output=shown)
     return PipBackend(), (
         f"{python} prints to stdout as it starts ({shown[-1][:80]!r}), which uv cannot work "
         "with: installing with pip"
@@ -307,5 +304,5 @@ def choose(name: BackendChoice) -> Backend:
         if uv is not None:
             return UvBackend(uv)
         if name == BackendChoice.UV:
-            raise InstallError("uv is not available", hint="install uv, or use --backend pip")
+            raise BackendError("uv", "unavailable")
     return PipBackend()

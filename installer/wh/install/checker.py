@@ -13,7 +13,7 @@ from packaging.utils import NormalizedName
 
 from wh.cache import verified
 from wh.env.environment import Environment
-from wh.errors import LockError, WhError
+from wh.errors import WheelsSwappedError, WhError
 from wh.hashing import parts
 from wh.install import fingerprint
 from wh.install.fingerprint import Fingerprint
@@ -171,13 +171,7 @@ class Checker:
             f.result()
         swapped = fingerprint.changed(self.wheels)
         if swapped:
-            raise LockError(
-                f"{len(swapped)} wheel(s) changed after their sha256 was checked against the "
-                "lock, while they were being installed; the install was refused",
-                details=[f"{p}: replaced or rewritten since it was hashed" for p in swapped],
-                hint="find what writes the wheelhouse during installs (a sync tool, another "
-                "user), stop it, and install again",
-            )
+            raise WheelsSwappedError(swapped)
 
     def __enter__(self) -> Checker:
         return self

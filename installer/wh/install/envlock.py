@@ -13,7 +13,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from wh import progress
-from wh.errors import EnvironmentLockedError
+from wh.errors import EnvironmentHeldError
 
 LOCK_NAME = ".wh-install.lock"
 
@@ -44,11 +44,7 @@ def hold(prefix: Path, timeout: float) -> Iterator[None]:
         try:
             guard.acquire(timeout=timeout)
         except Timeout as exc:
-            raise EnvironmentLockedError(
-                f"{holder(prefix)} holds {prefix}; gave up after {timeout:g} s",
-                details=[f"lock file: {guard.lock_file}"],
-                hint="wait for it to finish, or retry with a longer --lock-timeout",
-            ) from exc
+            raise EnvironmentHeldError(prefix, holder(prefix), timeout, guard.lock_file) from exc
     sidecar = pid_file(prefix)
     try:
         command = " ".join(["wh", *sys.argv[1:2]])

@@ -29,7 +29,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from wh import progress, settings
-from wh.errors import EnvironmentLockedError, InstallError, WhError
+from wh.errors import (
+    InjectedFaultError,
+    InstallFailedError,
+    InstallStillRunningError,
+    JournalError,
+    WhError,
+)
 from wh.install.layout import Schemes, WheelLayout, inside, installed_files, key, real
 from wh.install.stagedir import STAGE_DIR
 from wh.model.installed import InstalledDist
@@ -270,10 +276,7 @@ class Transaction:
         """
         jdir = journal_dir(prefix)
         if jdir.exists():
-            raise InstallError(
-                f"an unfinished install journal exists in {jdir}",
-                hint="run `wh recover --python PATH` first",
-            )
+            raise JournalError(jdir, "unfinished")
         jdir.mkdir()
         (jdir / "backup").mkdir()
         _fsync_dir(jdir.parent)
@@ -434,13 +437,7 @@ def wait_for_writers(record: Record, timeout: float) -> None:
             )
         time.sleep(0.05)
     if live:
-        raise EnvironmentLockedError(
-            "environment busy: a process of the interrupted install "
-            f"{record.description!r} is still running; nothing was rolled back",
-            details=[f"{w.what or 'process'} (pid {w.pid}) is alive" for w in live],
-            hint="wait for it to exit (or end it), then run `wh recover --python PATH`; "
-            "`--lock-timeout` says how long wh waits",
-        )
+        raise InstallStillRunningError(record.description, [(w.what, w.pid) for w in live])
 
 
 def recover_if_needed(prefix: Path, wait: float = 0.0) -> str | None:
@@ -456,22 +453,13 @@ def recover_if_needed(prefix: Path, wait: float = 0.0) -> str | None:
     try:
         record = read(prefix)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InstallError(
-            f"the install journal in {jdir} is unreadable ({exc})",
-            hint=f"inspect {jdir} by hand; its backup/ folder holds the moved-aside files",
-        ) from exc
+        raise JournalError(jdir, "unreadable", problem=str(exc)) from exc
     if record is None:  # killed before the journal was written: nothing was moved yet
         shutil.rmtree(jdir, ignore_errors=True)
         return f"removed an empty install journal in {jdir}"
     bad = untrusted(record, prefix)
     if bad:
-        raise InstallError(
-            f"the install journal in {jdir} names {len(bad)} path(s) wh never journals; "
-            "it was not written by wh for this environment, and nothing was changed",
-            details=bad,
-            hint=f"inspect {jdir} by hand (its backup/ folder holds moved-aside files), "
-            "then remove it",
-        )
+        raise JournalError(jdir, "foreign", paths=bad)
     wait_for_writers(record, wait)
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started))
     if record.state == "committed":
@@ -499,10 +487,7 @@ def transaction(
     try:
         txn = Transaction.begin(prefix, record, keep)
     except OSError as exc:  # e.g. a file in use on Windows; begin() already rolled back
-        raise InstallError(
-            f"could not move aside the files this install replaces ({exc}); nothing was changed",
-            hint="close programs using the environment, free disk space, and retry",
-        ) from exc
+        raise InstallFailedError("move-aside", str(exc)) from exc
     try:
         with writers(txn.add_writer):
             yield txn
@@ -512,17 +497,11 @@ def transaction(
             stop_all()  # no child of this install writes while it is rolled back
             txn.rollback()
         except OSError as rb:
-            raise InstallError(
-                f"the install failed ({exc!r}) and rolling back failed too ({rb})",
-                hint="free the disk or fix permissions, then run `wh recover --python PATH`",
-            ) from exc
+            raise InstallFailedError("rollback-failed", repr(exc), str(rb)) from exc
         if isinstance(exc, WhError):
             exc.details = (*exc.details, "the environment was restored to its state before")
         elif isinstance(exc, OSError):
-            raise InstallError(
-                f"the install failed: {exc}; the environment was restored to its state before",
-                hint="free disk space or fix permissions, then retry",
-            ) from exc
+            raise InstallFailedError("restored", str(exc)) from exc
         raise
     try:
         txn.finish()
@@ -543,7 +522,7 @@ def fault_point(batch: int | str) -> None:
 
 def _fault(batch: int | str, action: str) -> None:
     if action == "fail":
-        raise InstallError(f"injected fault after batch {batch} (WH_TEST_FAULT)")
+        raise InjectedFaultError(batch)
     if action == "interrupt":
         raise KeyboardInterrupt
     if action.startswith("write:"):  # as if the backend wrote a file nobody predicted

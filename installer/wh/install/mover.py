@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from wh.errors import InstallError
+from wh.errors import MoveError, StagingError
 from wh.install.layout import Schemes, Target, WheelLayout, real
 from wh.proc import fsretry
 
@@ -76,13 +76,7 @@ class Mover:
             if record is not None and not record.is_file():
                 missing.append(f"{lay.wheel.name}: no {record}")
         if missing:
-            raise InstallError(
-                f"the backend staged {len(missing)} wheel(s) where wh did not expect them; "
-                "the environment was not changed",
-                details=missing,
-                hint="report this with the output of `wh install -v`; install with "
-                "--backend pip meanwhile",
-            )
+            raise StagingError("unexpected-records", missing)
 
     def move(self, lay: WheelLayout) -> None:
         """Move one wheel's files into place, its ``.dist-info`` last."""
@@ -140,11 +134,7 @@ class Mover:
             if not p.is_dir() and not (p.parent.parent == self.root and p.name.startswith("."))
         ]
         if left:
-            raise InstallError(
-                f"the backend staged {len(left)} file(s) that no wheel's RECORD names",
-                details=[str(p.relative_to(self.root)) for p in left[:20]],
-                hint="report this; install with --backend pip meanwhile",
-            )
+            raise StagingError("unrecorded-files", [str(p.relative_to(self.root)) for p in left])
         fsretry.rmtree(self.root)
 
 
@@ -163,9 +153,4 @@ def move_file(src: Path, dest: Path) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         fsretry.replace(src, dest)  # Windows: an antivirus scan of the file passes
     except OSError as exc:
-        raise InstallError(
-            f"could not move {dest} into place: {exc.strerror or exc}",
-            details=[f"from {src}"],
-            hint="remove what is in the way at that path (a folder where a file belongs, a "
-            "file another program holds open), then retry",
-        ) from exc
+        raise MoveError(src, dest, str(exc.strerror or exc)) from exc

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from packaging.utils import NormalizedName, canonicalize_name
 
-from wh.errors import WheelhouseError
+from wh.errors import OverwriteError, allow_overwrite_hint
 from wh.install.layout import Schemes, Target, WheelLayout, installed_files, key, layout
 from wh.model.installed import InstalledDist
 from wh.wheel.portable import fold
@@ -193,17 +193,7 @@ def _a_file(path: str) -> bool:
 def refuse_clashes(found: Sequence[Clash]) -> None:
     if not found:
         return
-    pairs = sorted({(c.writer, c.owner or "") for c in found})
-    raise WheelhouseError(
-        f"{len(found)} file(s) would be overwritten by another distribution; nothing was installed",
-        details=[c.describe() for c in found[:50]]
-        + ([f"... and {len(found) - 50} more"] if len(found) > 50 else []),
-        hint="remove the conflicting distribution first, or allow it deliberately with "
-        'allow-overwrite = ["' + '", "'.join(sorted({w for w, _ in pairs})) + '"] in the profile '
-        "and re-lock (`wh lock PROFILE --allow-overwrite "
-        + " --allow-overwrite ".join(sorted({w for w, _ in pairs}))
-        + "`): a lock keeps what it allows",
-    )
+    raise OverwriteError([c.describe() for c in found], [c.writer for c in found])
 
 
 _LOCK_SITE = Path(os.path.abspath(os.sep)) / "wh-lock-site"
@@ -232,9 +222,4 @@ def between_wheels(wheels: Sequence[Path], allow_overwrite: Collection[str] = ()
 
 def allow_hint(lines: Sequence[str]) -> str:
     """The profile field (and flag) that allows the overwrites ``between_wheels`` found."""
-    writers = sorted({line.split(" and ", 1)[0] for line in lines})
-    return (
-        "the install refuses a file written by two distributions; if the later one may win, "
-        'allow it in the profile: allow-overwrite = ["' + '", "'.join(writers) + '"] '
-        "(or --allow-overwrite " + " --allow-overwrite ".join(writers) + ")"
-    )
+    return allow_overwrite_hint(sorted({line.split(" and ", 1)[0] for line in lines}))

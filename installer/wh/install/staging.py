@@ -24,7 +24,7 @@ from packaging.utils import NormalizedName
 
 from wh import progress
 from wh.env.environment import Environment
-from wh.errors import InstallError
+from wh.errors import UvCacheError
 from wh.install import journal
 from wh.install.backend import Backend
 from wh.install.checker import Checker
@@ -198,7 +198,4 @@ def _drop_cache(cache: Path, check: Checker) -> None:
             fsretry.rmtree(root)
         fsretry.rmtree(cache)
     except OSError as exc:
-        raise InstallError(
-            f"could not remove the private uv cache {cache}: {exc.strerror or exc}",
-            hint="close programs using files under it; the install was rolled back, retry",
-        ) from exc
+        raise UvCacheError(cache, str(exc.strerror or exc)) from exc

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from wh.env.environment import Environment
-from wh.errors import InstallError
+from wh.errors import LinkModeError
 from wh.install import uvcache
 from wh.install.backend import Backend, Capabilities, UvBackend, unsupported_link_mode
 from wh.install.layout import Schemes, WheelLayout
@@ -107,10 +107,8 @@ def request(link_mode: str, link_mode_from: str, uv_cache: str) -> Request:
     try:
         mode = LinkMode(link_mode)
     except ValueError:
-        raise InstallError(
-            f"link mode {link_mode!r}, which {link_mode_from} asks for, is not one of "
-            f"{', '.join(LinkMode)}; nothing was changed",
-            hint="pass --link-mode copy, or re-lock with a valid link-mode",
+        raise LinkModeError(
+            link_mode, "unknown", source=link_mode_from, allowed=[str(m) for m in LinkMode]
         ) from None
     return Request(mode, link_mode_from, UvCacheMode(uv_cache))
 
@@ -121,11 +119,13 @@ def refuse_unsupported(name: str, caps: Capabilities, request: Request) -> None:
     why = unsupported_link_mode(name, caps, request.link_mode)
     if why is None:
         return
-    modes = " or ".join(f"--link-mode {m}" for m in sorted(caps.link_modes))
-    other = "--backend uv, or " if request.link_mode in UvBackend.capabilities.link_modes else ""
-    raise InstallError(
-        f"{why}, which {request.link_mode_from} asks for; nothing was changed",
-        hint=f"use {other}{modes}",
+    raise LinkModeError(
+        str(request.link_mode),
+        "unsupported",
+        source=request.link_mode_from,
+        why=why,
+        allowed=[str(m) for m in sorted(caps.link_modes)],
+        uv=request.link_mode in UvBackend.capabilities.link_modes,
     )
 
 

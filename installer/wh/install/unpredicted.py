@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wh.errors import InstallError
+from wh.errors import UnpredictedWritesError
 from wh.install.journal import RESERVED_NAMES, Record, Transaction, Watched
 from wh.install.layout import Schemes, WheelLayout, key
 
@@ -163,16 +163,4 @@ def refuse(txn: Transaction, new: Sequence[Path], changed: Sequence[Path]) -> No
         return
     if new:
         txn.watch(new)
-    details = [f"{p}: written, but no wheel's RECORD names it" for p in new[:20]]
-    details += [
-        f"{p}: rewritten in place, though no wheel names it; its earlier bytes could not "
-        "be restored"
-        for p in changed
-    ]
-    raise InstallError(
-        f"the backend wrote {len(new) + len(changed)} path(s) that no wheel predicted; "
-        "the install was refused",
-        details=details,
-        hint="report this with the wheel and `wh install -v` output; a wheel's "
-        "entry_points.txt that the backends read differently is the usual cause",
-    )
+    raise UnpredictedWritesError(new, changed)

@@ -47,7 +47,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from wh.errors import WheelhouseError
+from wh.errors import AmbiguousWheelsError, WheelsInvalidError
 from wh.hashing import fd_digest, file_digest, open_binary, parts
 from wh.install.layout import Target, WheelLayout
 from wh.model.wheel import Wheel, WheelProblem
@@ -335,12 +335,7 @@ def refuse_wheels(found: Sequence[tuple[str, Sequence[str]]]) -> None:
     """Raise one WheelhouseError listing every problem of every wheel (name, problems)."""
     bad = [(name, ps) for name, ps in found if ps]
     if bad:
-        raise WheelhouseError(
-            f"{len(bad)} wheel(s) failed validation; nothing was installed",
-            details=[f"{name}: {msg}" for name, ps in bad for msg in ps],
-            hint="replace these wheels with sound builds (never install a wheel whose RECORD "
-            "does not match its contents)",
-        )
+        raise WheelsInvalidError(bad)
 
 
 # Files hashed before, by identity: (st_dev, st_ino, st_size, st_mtime_ns) -> (algo, digest
@@ -499,9 +494,4 @@ def ambiguous(wheels: Sequence[Wheel], names: Collection[str] | None = None) -> 
 def refuse_ambiguous(wheels: Sequence[Wheel], names: Collection[str] | None = None) -> None:
     found = ambiguous(wheels, names)
     if found:
-        raise WheelhouseError(
-            f"{len(found)} ambiguous wheel(s) in the wheelhouse; nothing was locked",
-            details=found,
-            hint="keep exactly one file per name, version and tag (or give the rebuild a "
-            "higher build tag)",
-        )
+        raise AmbiguousWheelsError(found)

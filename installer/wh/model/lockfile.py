@@ -22,9 +22,9 @@ from packaging.version import Version
 
 from wh import __version__
 from wh.errors import (
+    LockBugError,
     LockDigestError,
     LockEntryError,
-    LockError,
     LockFormatError,
     LockSyntaxError,
 )
@@ -122,7 +122,7 @@ def render(
         w = cand.wheel
         sha256 = (digests or {}).get(w.path) or w.sha256
         if not sha256:  # pragma: no cover - do_lock hashes every locked wheel first
-            raise LockError(f"wh has no sha256 for {w.filename}; this is a bug in wh")
+            raise LockBugError("no sha256", w.filename)
         rel = lock_relative(str(w.path.resolve()), str(lock_dir))
         tool: dict[str, Any] = {
             "required-by": [rb.to_toml() for rb in chosen.required_by],
@@ -202,7 +202,7 @@ def render(
     try:
         Pylock.from_dict(doc)  # what Pylock.validate() does, on the dict written below
     except PylockValidationError as exc:  # pragma: no cover - a bug in wh, not user input
-        raise LockError(f"wh produced an invalid lock: {exc}") from exc
+        raise LockBugError(str(exc)) from exc
     body = tomli_w.dumps(_sorted(doc)).encode()
     digest = hashlib.sha256(body).hexdigest()
     return body.replace(_DIGEST_BLANK, f'digest = "sha256:{digest}"'.encode(), 1)

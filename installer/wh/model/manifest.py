@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from wh.errors import ProfileError, ProtectionError
+from wh.errors import ProtectedVersionError, ProtectionVersionError
 from wh.model.choices import Prereleases
 from wh.model.pinned import Pinned
 from wh.model.profile import Drop, Override, Profile, Protection
@@ -152,23 +152,15 @@ class Manifest:
                         absent.add(p.name)
                     continue
                 if standing(have, p.version) is Standing.OTHER_VERSION:
-                    raise ProtectionError(
-                        f"the profile protects {p.name} {p.version} but {where} has "
-                        f"{p.name} {have.version}",
-                        hint=f"install {p.name} {p.version} first, or correct the protection "
-                        f"in {self.profile.source}",
+                    raise ProtectedVersionError(
+                        p.name, str(p.version), where, str(have.version), self.profile.source
                     )
                 pins[p.name] = Pinned(
                     p.name, have.version, have.requires, p.reason, have.record_sha256
                 )
             else:
                 if p.version is None:
-                    raise ProfileError(
-                        f"protection of {p.name} needs a version for a declared target "
-                        f"({target.description})",
-                        hint=f"pass --protect '{p.name}==VERSION' with the version installed "
-                        "on the target machine, e.g. torch==2.9.1+cu130",
-                    )
+                    raise ProtectionVersionError(p.name, target.description)
                 requires = same[0].requires_dist if same else ()
                 pins[p.name] = Pinned(p.name, p.version, requires, p.reason)
         return pins, absent

@@ -13,7 +13,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from wh.errors import ProfileError
+from wh.errors import ProfileKeyError
 from wh.model.choices import BackendChoice, LinkMode, StrEnum
 
 E = TypeVar("E", bound=StrEnum)
@@ -163,21 +163,14 @@ def _req(text: str, where: str, key: str) -> Requirement:
     try:
         return Requirement(text)
     except InvalidRequirement as exc:
-        raise ProfileError(
-            f"{where}: {key} {text!r} is not a valid requirement",
-            details=[str(exc)],
-            hint="write a PEP 508 requirement such as 'sglang-kernel==0.4.3'",
-        ) from exc
+        raise ProfileKeyError(where, key, "requirement", value=text, problem=str(exc)) from exc
 
 
 def drop_from_text(text: str, where: str, reason: str = "") -> Drop:
     """``uvloop; sys_platform == 'win32'`` (a name and an optional marker, no version)."""
     req = _req(text, where, "--drop")
     if req.specifier or req.extras or req.url:
-        raise ProfileError(
-            f"{where}: drop {text!r} names a version, extras or URL",
-            hint="a drop is a name and an optional marker: 'uvloop; sys_platform == \"win32\"'",
-        )
+        raise ProfileKeyError(where, "drop", "pinned-drop", value=text)
     return Drop(canonicalize_name(req.name), req.marker, reason)
 
 
@@ -185,9 +178,8 @@ def _choice(value: str, allowed: type[E], where: str, key: str) -> E:
     try:
         return allowed(value)
     except ValueError:
-        words = ", ".join(allowed.values())
-        raise ProfileError(
-            f"{where}: {key} {value!r} is not one of {words}", hint=f"set {key} to one of: {words}"
+        raise ProfileKeyError(
+            where, key, "choice", value=value, expected=allowed.values()
         ) from None
 
 
@@ -197,12 +189,9 @@ def _protection(text: str, where: str) -> Protection:
     try:
         v = Version(version) if version else None
     except InvalidVersion as exc:
-        raise ProfileError(
-            f"{where}: protection {text!r} has an invalid version",
-            hint="write NAME or NAME==VERSION, e.g. torch==2.9.1+cu130",
-        ) from exc
+        raise ProfileKeyError(where, "protect", "protection-version", value=text) from exc
     if not name.strip():
-        raise ProfileError(f"{where}: empty protection", hint="write NAME or NAME==VERSION")
+        raise ProfileKeyError(where, "protect", "empty-protection")
     return Protection(canonicalize_name(name.strip()), v, "given on the command line")
 
 
@@ -227,15 +216,12 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
     where = f"{source} [profile.{name}]"
     unknown = sorted(set(data) - _KEYS)
     if unknown:
-        raise ProfileError(
-            f"{where}: unknown key(s) {', '.join(unknown)}",
-            hint=f"allowed keys: {', '.join(sorted(_KEYS))}",
-        )
+        raise ProfileKeyError(where, "", "unknown-keys", found=unknown, expected=sorted(_KEYS))
 
     def items(key: str) -> list[Any]:
         value = data.get(key, [])
         if not isinstance(value, list):
-            raise ProfileError(f"{where}: {key} must be a list", hint=f"write {key} = [ ... ]")
+            raise ProfileKeyError(where, key, "not-a-list")
         return value
 
     def entry(key: str, item: Any, field_name: str) -> tuple[str, str]:
@@ -244,12 +230,9 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
         if isinstance(item, dict) and isinstance(item.get(field_name), str):
             extra = sorted(set(item) - {field_name, "reason", "version"})
             if extra:
-                raise ProfileError(f"{where}: {key} entry has unknown key(s) {', '.join(extra)}")
+                raise ProfileKeyError(where, key, "entry-keys", found=extra)
             return item[field_name], str(item.get("reason", ""))
-        raise ProfileError(
-            f"{where}: each {key} entry must be a string or a table with {field_name!r}",
-            hint=f'write {key} = [{{ {field_name} = "...", reason = "..." }}]',
-        )
+        raise ProfileKeyError(where, key, "entry-shape", expected=[field_name])
 
     reqs = tuple(
         _req(entry("requirements", i, "requirement")[0], where, "requirements")
@@ -264,10 +247,7 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
         text, reason = entry("overrides", i, "requirement")
         o = Override(_req(text, where, "overrides"), reason)
         if o.name in overrides:
-            raise ProfileError(
-                f"{where}: two overrides for {o.name}",
-                hint="keep one override per package",
-            )
+            raise ProfileKeyError(where, "overrides", "two-overrides", value=o.name)
         overrides[o.name] = o
     protections = []
     for i in items("protect"):
@@ -283,39 +263,32 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
         elif isinstance(i, dict) and isinstance(i.get("name"), str):
             extra = sorted(set(i) - {"name", "marker", "reason"})
             if extra:
-                raise ProfileError(f"{where}: drop entry has unknown key(s) {', '.join(extra)}")
+                raise ProfileKeyError(where, "drop", "entry-keys", found=extra)
             text = i["name"] + (f"; {i['marker']}" if i.get("marker") else "")
             d = drop_from_text(text, where, str(i.get("reason", "")))
         else:
-            raise ProfileError(
-                f"{where}: each drop entry must be a string or a table with 'name'",
-                hint='write drop = [{ name = "uvloop", marker = "sys_platform == \'win32\'", '
-                'reason = "..." }]',
-            )
+            raise ProfileKeyError(where, "drop", "drop-shape", expected=["name"])
         if d.name in drops:
-            raise ProfileError(f"{where}: two drops for {d.name}", hint="keep one drop per name")
+            raise ProfileKeyError(where, "drop", "two-drops", value=d.name)
         drops[d.name] = d
     checks_raw = data.get("checks", {})
     if not isinstance(checks_raw, dict):
-        raise ProfileError(f"{where}: checks must be a table", hint="write [profile.NAME.checks]")
+        raise ProfileKeyError(where, "checks", "not-a-table")
     snippets = []
     for s in checks_raw.get("snippets", []):
         code, description = (
             (s, "") if isinstance(s, str) else (s.get("code"), s.get("description", ""))
         )
         if not isinstance(code, str):
-            raise ProfileError(f"{where}: checks.snippets entries need 'code'")
+            raise ProfileKeyError(where, "checks.snippets", "snippet-code")
         snippets.append(Snippet(code, str(description)))
     imports = checks_raw.get("imports", [])
     if not isinstance(imports, list) or not all(isinstance(x, str) for x in imports):
-        raise ProfileError(f"{where}: checks.imports must be a list of module names")
+        raise ProfileKeyError(where, "checks.imports", "imports")
     needs = data.get("needs", [])
     indexes = data.get("indexes", {})
     if not isinstance(indexes, dict) or not all(isinstance(v, str) for v in indexes.values()):
-        raise ProfileError(
-            f"{where}: indexes must be a table of package = index URL",
-            hint='write indexes = { torch = "https://download.pytorch.org/whl/cu130" }',
-        )
+        raise ProfileKeyError(where, "indexes", "indexes")
     return Profile(
         name=name,
         description=str(data.get("description", "")),

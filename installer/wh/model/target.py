@@ -14,7 +14,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.version import Version
 
-from wh.errors import TargetError
+from wh.errors import DeclaredTargetError
 
 
 @dataclass(frozen=True)
@@ -138,22 +138,13 @@ def _platform_tags(platform: str) -> tuple[str, list[str], dict[str, str]]:
         plats = list(ptags.mac_platforms(version, arch))
         machine = "arm64" if arch in ("arm64", "universal2") else arch
         return "macos", plats, {"platform_machine": machine}
-    raise TargetError(
-        f"unknown platform {platform!r}",
-        hint=(
-            "use a wheel platform tag (win_amd64, manylinux_2_28_x86_64, "
-            "macosx_11_0_arm64, musllinux_1_2_x86_64) or one of: " + ", ".join(sorted(_ALIASES))
-        ),
-    )
+    raise DeclaredTargetError("--platform", platform, sorted(_ALIASES))
 
 
 def declared(platform: str, python_version: str) -> Target:
     """A target described by a platform and a CPython version: no interpreter needed."""
     if not re.fullmatch(r"3\.\d+(\.\d+)?", python_version):
-        raise TargetError(
-            f"invalid --python-version {python_version!r}",
-            hint="give a CPython version such as 3.12 or 3.12.4",
-        )
+        raise DeclaredTargetError("--python-version", python_version)
     parts = [int(x) for x in python_version.split(".")]
     full = ".".join(str(x) for x in ([*parts, 0] if len(parts) == 2 else parts))
     os_name, plats, extra = _platform_tags(platform)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wh import settings
-from wh.errors import ProcessError
+from wh.errors import CommandError
 from wh.proc import lifetime
 
 log = logging.getLogger("wh.proc")
@@ -75,20 +75,15 @@ def run(
             errors="replace",
         )
     except OSError as exc:  # missing, not executable (/etc/passwd), not a program
-        raise ProcessError(
-            f"cannot run {argv[0]}: {exc.strerror or exc}",
-            details=[display],
-            hint="check that the program exists and is executable",
+        raise CommandError(
+            argv[0], display, "cannot-run", what=what, problem=str(exc.strerror or exc)
         ) from exc
     try:
         lifetime.started(child, Path(argv[0]).name)
         try:
             stdout, stderr = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
-            raise ProcessError(
-                f"{what or argv[0]} did not finish within {timeout} s",
-                details=[display],
-            ) from exc
+            raise CommandError(argv[0], display, "timeout", what=what, timeout=timeout) from exc
     finally:
         if child.returncode is None:  # interrupted or timed out: nothing of it outlives this
             lifetime.kill(child)
@@ -97,9 +92,13 @@ def run(
     if done.returncode != 0:
         log.info("exit %d\n%s%s", done.returncode, done.stdout, done.stderr)
     if check and done.returncode != 0:
-        raise ProcessError(
-            f"{what or argv[0]} failed with exit code {done.returncode}",
-            details=[display, *_tail(done.stdout + done.stderr)],
+        raise CommandError(
+            argv[0],
+            display,
+            "failed",
+            what=what,
+            returncode=done.returncode,
+            output=_tail(done.stdout + done.stderr),
         )
     return done
 

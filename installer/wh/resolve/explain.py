@@ -9,7 +9,7 @@ from typing import Any
 from packaging.utils import NormalizedName
 from packaging.version import Version
 
-from wh.errors import ResolutionError
+from wh.errors import PackagesMissingError, ResolutionConflictError, ResolutionError
 from wh.model.candidates import CandidateIndex
 from wh.model.choices import Prereleases
 from wh.model.profile import Override
@@ -69,11 +69,7 @@ def explain_impossible(
             or _hint(name, index, overrides, [r.text for r in plain] if only_profile else [])
         )
     parents = sorted({i.requirement.parent for infos in by_name.values() for i in infos})
-    message = (
-        f"cannot satisfy the requirements on {', '.join(names)} from {index.source_name}"
-        f" (requested by {', '.join(parents)})"
-    )
-    return ResolutionError(message, details=details, hint="\n      ".join(hints))
+    return ResolutionConflictError(names, index.source_name, parents, details, hints)
 
 
 def refusers_hint(
@@ -170,11 +166,4 @@ def all_missing(
             else "no wheel"
         )
         details.append(f"{name}: {state} (required by {who})")
-    return ResolutionError(
-        f"the wheelhouse lacks {len(missing)} package(s) the profile needs: "
-        + ", ".join(sorted(missing)),
-        details=details,
-        hint="add wheels of all of them (online, `wh fetch PROFILE` fetches them in one go; "
-        "`wh build` for a package without a wheel for this platform), and replace the "
-        "broken ones",
-    )
+    return PackagesMissingError(list(missing), details)

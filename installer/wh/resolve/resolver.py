@@ -15,7 +15,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
-from wh.errors import ResolutionError
+from wh.errors import ResolutionError, ResolutionGaveUpError
 from wh.model.candidates import Candidate, CandidateIndex
 from wh.model.manifest import Manifest, StandIns, order_prereleases
 from wh.model.overrides import Applied, Dropped, apply_override, drop_applies
@@ -329,10 +329,7 @@ def resolve(
     problem = _Problem(index, manifest, tuple(root_needs))
     outcome = problem.attempt(max_rounds=max_rounds, reporter=_PinReporter(on_pin))
     if outcome.too_deep:
-        raise ResolutionError(
-            f"resolution gave up after {max_rounds} rounds of backtracking",
-            hint="pin the packages involved more tightly in the profile's requirements",
-        )
+        raise ResolutionGaveUpError(max_rounds)
     if outcome.result is None:
         raise _conflict(problem, list(outcome.causes), hints, max_rounds)
     resolution = _assemble(

@@ -19,7 +19,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 
-from wh.errors import TargetError
+from wh.errors import LongPathsError
 
 # CON, PRN, AUX, NUL, COM0-9, LPT0-9 (and the superscript digits Windows also reserves),
 # with or without an extension: "aux.py" opens the AUX device.
@@ -213,13 +213,4 @@ def refuse_long_paths(files: Iterable[tuple[str, str]], prefix: str) -> None:
     once staged; wh's own file calls are bound by it where uv's are not."""
     found = too_long(files, prefix)
     if found:
-        raise TargetError(
-            f"{len(found)} file(s) of this install would have paths of {MAX_PATH} characters "
-            f"or more under {prefix}, which Windows refuses without long paths; nothing was "
-            "installed",
-            details=found[:20] + ([f"... and {len(found) - 20} more"] if len(found) > 20 else []),
-            hint="enable long paths (as administrator: New-ItemProperty -Path "
-            "HKLM:\\SYSTEM\\CurrentControlSet\\Control\\FileSystem -Name LongPathsEnabled "
-            "-Value 1 -PropertyType DWORD -Force, then open a new shell), or use a venv with "
-            "a shorter path, such as C:\\venvs\\ocr",
-        )
+        raise LongPathsError(prefix, found, MAX_PATH)

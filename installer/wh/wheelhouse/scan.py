@@ -14,7 +14,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from wh import progress, settings
 from wh.cache.stamps import cache_file, stat_key, write_json
-from wh.errors import WheelhouseError
+from wh.errors import WheelhouseMissingError
 from wh.hashing import parallel_map, sha256_file
 from wh.model.wheel import Wheel, WheelMeta, WheelProblem, to_wheel
 from wh.proc.cores import usable_cores
@@ -126,10 +126,7 @@ def scan(
     wheels of the packages it locks).
     """
     if not root.is_dir():
-        raise WheelhouseError(
-            f"wheelhouse {root} does not exist or is not a folder",
-            hint="pass --wheelhouse PATH, or create the folder and put wheels in it",
-        )
+        raise WheelhouseMissingError(root)
     stats: dict[Path, os.stat_result] = {}
     names: set[str] = set()
     with os.scandir(root) as it:
