@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wh.errors import BuildError
+from wh.kernels.kinds import CodeKind
 from wh.proc import spawn as proc
 
 _BINARY_SUFFIXES = (".so", ".pyd", ".dll")
@@ -27,7 +28,7 @@ class ArchReport:
     ptx: frozenset[str]
 
 
-def parse_listing(text: str, kind: str) -> frozenset[str]:
+def parse_listing(text: str, kind: CodeKind) -> frozenset[str]:
     """Architectures in ``cuobjdump --list-elf`` (kind "ELF") or ``--list-ptx`` ("PTX") output."""
     found = set()
     for line in text.splitlines():
@@ -110,9 +111,9 @@ def inspect_wheel(wheel: Path, cuobjdump: Path, scratch: Path) -> list[ArchRepor
         for name in names:
             target = scratch / Path(name).name
             target.write_bytes(zf.read(name))
-            listed = {}
-            for kind, flag in (("ELF", "--list-elf"), ("PTX", "--list-ptx")):
-                done = proc.run([cuobjdump, flag, target], check=False, what="cuobjdump")
+            listed: dict[CodeKind, frozenset[str]] = {}
+            for kind in CodeKind:
+                done = proc.run([cuobjdump, kind.flag, target], check=False, what="cuobjdump")
                 if (
                     done.returncode != 0
                     and "does not contain device code" not in done.stdout + done.stderr
@@ -122,7 +123,7 @@ def inspect_wheel(wheel: Path, cuobjdump: Path, scratch: Path) -> list[ArchRepor
                         details=(done.stdout + done.stderr).strip().splitlines()[-5:],
                     )
                 listed[kind] = parse_listing(done.stdout, kind)
-            reports.append(ArchReport(name, listed["ELF"], listed["PTX"]))
+            reports.append(ArchReport(name, listed[CodeKind.ELF], listed[CodeKind.PTX]))
     return reports
 
 

@@ -12,6 +12,7 @@ from packaging.specifiers import SpecifierSet
 
 from wh.errors import BuildError
 from wh.kernels.conditions import LINUX_GCC, Platform
+from wh.kernels.kinds import ToolchainKind
 from wh.kernels.toolchain import ToolchainInfo, require_cuda
 from wh.proc import spawn as proc
 
@@ -76,7 +77,9 @@ class GccToolchain:
         ).stdout.strip()
         generator = "Ninja" if shutil.which("ninja", path=env.get("PATH")) else "Unix Makefiles"
         home = _cuda_home(nvcc)
-        info = ToolchainInfo("gcc", cxx, host_version, str(nvcc), version, str(home), generator)
+        info = ToolchainInfo(
+            ToolchainKind.GCC, cxx, host_version, str(nvcc), version, str(home), generator
+        )
         return cls(info)
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:

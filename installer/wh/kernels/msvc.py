@@ -17,6 +17,7 @@ from wh.errors import BuildError
 from wh.kernels import envblock
 from wh.kernels.conditions import WINDOWS_MSVC, Platform
 from wh.kernels.gcc import parse_nvcc_version
+from wh.kernels.kinds import ToolchainKind
 from wh.kernels.toolchain import ToolchainInfo, require_cuda
 from wh.proc import spawn as proc
 
@@ -197,7 +198,7 @@ class MsvcToolchain:
         require_cuda(full, cuda, nvcc)
         generator = "Ninja" if shutil.which("ninja") else "Visual Studio 17 2022"
         info = ToolchainInfo(
-            "msvc",
+            ToolchainKind.MSVC,
             f"{vs.name} ({vs.path})",
             after.get("VCToolsVersion", ""),
             nvcc,

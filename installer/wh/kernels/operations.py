@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from wh.errors import BuildError
 from wh.kernels import cmakeparse as cp
 from wh.kernels.cmakeeval import gencode_codes
+from wh.kernels.kinds import OpKind
 from wh.kernels.opresult import Place, Result, Status
 
 VERSION_OPS = {
@@ -175,7 +176,7 @@ class ExcludeSource:
     source: str
     condition: str
     why: str = ""
-    kind: str = "exclude-source"
+    kind: OpKind = OpKind.EXCLUDE_SOURCE
 
     @property
     def what(self) -> str:
@@ -261,7 +262,7 @@ class SwitchTrigger:
 
     switch: str
     why: str = ""
-    kind: str = "switch-autotrigger"
+    kind: OpKind = OpKind.SWITCH_AUTOTRIGGER
 
     @property
     def what(self) -> str:
@@ -326,7 +327,7 @@ class AddCondition:
     switch: str
     condition: str
     why: str = ""
-    kind: str = "add-condition"
+    kind: OpKind = OpKind.ADD_CONDITION
 
     @property
     def what(self) -> str:
@@ -398,7 +399,7 @@ class UnderSwitch:
     commands: tuple[str, ...] = ()
     items: tuple[str, ...] = ()
     why: str = ""
-    kind: str = "under-switch"
+    kind: OpKind = OpKind.UNDER_SWITCH
     optional: bool = False  # none of it in this version: "absent", not "not found"
 
     @property
@@ -649,7 +650,7 @@ class Gencodes:
 
     archs: tuple[str, ...] = ()
     why: str = ""
-    kind: str = "gencodes"
+    kind: OpKind = OpKind.GENCODES
 
     @property
     def what(self) -> str:
@@ -713,7 +714,7 @@ class GuardRegistrations:
 
     file: str
     why: str = ""
-    kind: str = "guard-registrations"
+    kind: OpKind = OpKind.GUARD_REGISTRATIONS
 
     @property
     def what(self) -> str:
@@ -721,15 +722,6 @@ class GuardRegistrations:
 
 
 Operation = CMakeOperation | GuardRegistrations
-
-_KINDS = (
-    "exclude-source",
-    "switch-autotrigger",
-    "add-condition",
-    "under-switch",
-    "gencodes",
-    "guard-registrations",
-)
 
 
 def from_table(item: Mapping[str, object], where: str, archs: Sequence[str]) -> Operation:
@@ -747,17 +739,23 @@ def from_table(item: Mapping[str, object], where: str, archs: Sequence[str]) -> 
             raise BuildError(f"{where}: {key} must be a list of strings")
         return tuple(v)
 
-    kind = item.get("op")
+    raw = item.get("op")
+    if raw not in OpKind.recipe_ops():
+        raise BuildError(
+            f"{where}: unknown op {raw!r}",
+            hint=f"ops: {', '.join(OpKind.recipe_ops())}; or a [[patches]] text patch",
+        )
+    kind = OpKind(raw)
     why = str(item.get("why", ""))
-    if kind == "exclude-source":
+    if kind is OpKind.EXCLUDE_SOURCE:
         cond = s("condition")
         guard_macro(cond)  # refuse a condition with no preprocessor equivalent now
         return ExcludeSource(s("source"), cond, why)
-    if kind == "switch-autotrigger":
+    if kind is OpKind.SWITCH_AUTOTRIGGER:
         return SwitchTrigger(s("switch"), why)
-    if kind == "add-condition":
+    if kind is OpKind.ADD_CONDITION:
         return AddCondition(s("switch"), s("condition"), why)
-    if kind == "under-switch":
+    if kind is OpKind.UNDER_SWITCH:
         optional = item.get("optional", False)
         if not isinstance(optional, bool):
             raise BuildError(f"{where}: optional must be true or false")
@@ -774,11 +772,6 @@ def from_table(item: Mapping[str, object], where: str, archs: Sequence[str]) -> 
         for spec in op.commands:
             op._spec(spec)
         return op
-    if kind == "gencodes":
+    if kind is OpKind.GENCODES:
         return Gencodes(strs("archs"), why)  # no archs: the build's (--arch or the recipe's)
-    if kind == "guard-registrations":
-        return GuardRegistrations(s("file"), why)
-    raise BuildError(
-        f"{where}: unknown op {kind!r}",
-        hint=f"ops: {', '.join(_KINDS)}; or a [[patches]] text patch",
-    )
+    return GuardRegistrations(s("file"), why)

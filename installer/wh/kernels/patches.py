@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from wh.errors import BuildError
+from wh.model.choices import StrEnum
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Patch:
     why: str = ""
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """What a patch does (or would do) to the current text."""
 
     APPLIED = "applied"

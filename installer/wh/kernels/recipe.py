@@ -13,8 +13,10 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from wh.errors import BuildError
+from wh.kernels.kinds import CheckEnvironment
 from wh.kernels.operations import Operation, from_table
 from wh.kernels.patches import Patch
+from wh.model.choices import TargetOS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -49,8 +51,8 @@ class Addon:
     env: Mapping[str, str] = field(default_factory=dict)
     provides: tuple[str, ...] = ()
     operations: tuple[Operation, ...] = ()
-    # target OS ("windows", "linux") -> why this side of the variant cannot be built there
-    refused: Mapping[str, str] = field(default_factory=dict)
+    # target OS -> why this side of the variant cannot be built there
+    refused: Mapping[TargetOS, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class Recipe:
     imports: tuple[str, ...]
     provides: tuple[str, ...]
     registration: RegistrationCheck | None
-    check_env: str
+    check_env: CheckEnvironment
     variants: Mapping[str, Variant]
     platforms: tuple[str, ...]
     file: Path | None = None
@@ -108,7 +110,7 @@ class Effective:
     patches: tuple[Patch, ...]
     provides: tuple[str, ...]
     operations: tuple[Operation, ...] = ()
-    refused: Mapping[str, str] = field(default_factory=dict)  # target OS -> why
+    refused: Mapping[TargetOS, str] = field(default_factory=dict)  # target OS -> why
 
 
 def _operations(value: object, where: str, archs: Sequence[str]) -> tuple[Operation, ...]:
@@ -169,16 +171,18 @@ def _patches(value: object, where: str) -> tuple[Patch, ...]:
 def _addon(data: Mapping[str, Any], where: str, archs: Sequence[str]) -> Addon:
     refused = data.get("refused", {})
     if not isinstance(refused, dict) or not all(
-        k in ("windows", "linux") and isinstance(v, str) for k, v in refused.items()
+        k in TargetOS.values() and isinstance(v, str) for k, v in refused.items()
     ):
-        raise BuildError(f"{where}.refused must map windows/linux to the reason (a string)")
+        raise BuildError(
+            f"{where}.refused must map {'/'.join(TargetOS.values())} to the reason (a string)"
+        )
     return Addon(
         defines=_defines(data.get("defines", {}), f"{where}.defines"),
         patches=_patches(data.get("patches", []), f"{where}.patches"),
         env=_defines(data.get("env", {}), f"{where}.env"),
         provides=_strs(data.get("provides", []), f"{where}.provides"),
         operations=_operations(data.get("operations", []), f"{where}.operations", archs),
-        refused=dict(refused),
+        refused={TargetOS(k): v for k, v in refused.items()},
     )
 
 
@@ -242,15 +246,17 @@ def parse_recipe(data: Mapping[str, Any], *, file: Path | None = None, sha256: s
     )
 
 
-def _check_env(value: Any) -> str:
+def _check_env(value: Any) -> CheckEnvironment:
     """Where import checks run: ``isolated`` (a fresh venv with only the wheel) or ``build``
     (the interpreter that built it, for extensions that import torch at load time)."""
-    if value not in ("isolated", "build"):
+    if value not in CheckEnvironment.values():
+        allowed = " or ".join(repr(v) for v in CheckEnvironment.values())
         raise BuildError(
-            f"[checks].environment must be 'isolated' or 'build', not {value!r}",
-            hint="use 'build' when the module imports packages of the build environment",
+            f"[checks].environment must be {allowed}, not {value!r}",
+            hint=f"use {CheckEnvironment.BUILD.value!r} when the module imports packages"
+            " of the build environment",
         )
-    return str(value)
+    return CheckEnvironment(value)
 
 
 def parse_choices(items: Sequence[str]) -> dict[str, bool]:
@@ -276,7 +282,7 @@ def resolve(recipe: Recipe, choices: Mapping[str, bool], archs: Sequence[str] = 
     defines, env = dict(recipe.defines), dict(recipe.env)
     patches, provides = list(recipe.patches), list(recipe.provides)
     operations = list(recipe.operations)
-    refused: dict[str, str] = {}
+    refused: dict[TargetOS, str] = {}
     chosen = {}
     for name, var in recipe.variants.items():
         on = choices.get(name, var.default)

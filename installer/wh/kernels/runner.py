@@ -29,6 +29,7 @@ from wh.errors import BuildError, ProcessError
 from wh.kernels import archcheck, envblock, preview, prune, source
 from wh.kernels.conditions import LINUX_GCC, WINDOWS_MSVC, Platform
 from wh.kernels.gcc import GccToolchain
+from wh.kernels.kinds import CheckEnvironment, OpKind
 from wh.kernels.msvc import MsvcToolchain
 from wh.kernels.operations import wanted_codes
 from wh.kernels.recipe import Effective, load_recipe, parse_choices, resolve
@@ -63,7 +64,7 @@ class Report:
     variant: Mapping[str, bool]
     archs: Sequence[str]
     defines: Mapping[str, str]
-    target_os: str = ""
+    target_os: TargetOS | None = None  # set before any report is returned
     cuda_version: str = ""
     source: Mapping[str, str] = field(default_factory=dict)
     operations: list[dict[str, object]] = field(default_factory=list)
@@ -116,7 +117,8 @@ def _target(opts: Options, tc: Toolchain | None) -> Platform:
     if opts.target_os:
         if opts.target_os not in TARGETS:
             raise BuildError(
-                f"--target-os {opts.target_os!r} is not known", hint="use windows or linux"
+                f"--target-os {opts.target_os!r} is not known",
+                hint=f"use {' or '.join(TargetOS.values())}",
             )
         return TARGETS[opts.target_os]
     if tc:
@@ -140,7 +142,7 @@ def check_plan(
     files = prune.read_tree(project, eff)
     plan = prune.plan(files, eff)
     report.operations = [r.to_json() for r in plan.results] + [
-        {**o.to_json(), "op": "text-patch", "what": o.patch.why} for o in plan.patches
+        {**o.to_json(), "op": OpKind.TEXT_PATCH, "what": o.patch.why} for o in plan.patches
     ]
     report.patches = [o.to_json() for o in plan.patches]
     defines = {**eff.defines, "CMAKE_CUDA_ARCHITECTURES": archcheck.cmake_architectures(eff.archs)}
@@ -308,7 +310,10 @@ def check_wheel_name(wheel: Path, eff: Effective, tc: Toolchain, version_: str =
 
 
 def import_check(
-    wheel: Path, modules: Sequence[str], scratch: Path, environment: str = "isolated"
+    wheel: Path,
+    modules: Sequence[str],
+    scratch: Path,
+    environment: CheckEnvironment = CheckEnvironment.ISOLATED,
 ) -> None:
     """Import each module from the built wheel.
 
@@ -318,7 +323,7 @@ def import_check(
     if not modules:
         return
     prefix: list[str] = []
-    if environment == "build":
+    if environment is CheckEnvironment.BUILD:
         unpacked = scratch / "unpacked"
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(unpacked)
@@ -359,15 +364,15 @@ def build(opts: Options) -> Report:
     if tc:
         report.toolchain = tc.info.to_json()
     platform = _target(opts, tc)
-    report.target_os = _os_name(platform)
+    target_os = report.target_os = _os_name(platform)
     if not preview_only and tc and platform.name != tc.platform.name:
         raise BuildError(
             f"--target-os {opts.target_os}: this machine builds for {tc.platform.name} only",
             hint="use --check or --emit OUT for a preview of another platform",
         )
-    refused = eff.refused.get(report.target_os)
+    refused = eff.refused.get(target_os)
     if refused:
-        raise BuildError(f"recipe {recipe.name} cannot be built for {report.target_os}: {refused}")
+        raise BuildError(f"recipe {recipe.name} cannot be built for {target_os}: {refused}")
     cuda = _cuda(opts, tc, report, preview_only)
     report.cuda_version = cuda
     if recipe.platforms and platform.name not in recipe.platforms:

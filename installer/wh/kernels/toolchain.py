@@ -11,13 +11,14 @@ from packaging.version import InvalidVersion, Version
 
 from wh.errors import BuildError
 from wh.kernels.conditions import Platform
+from wh.kernels.kinds import ToolchainKind
 
 
 @dataclass(frozen=True)
 class ToolchainInfo:
     """The versions a build record keeps."""
 
-    kind: str
+    kind: ToolchainKind
     host_compiler: str
     host_version: str
     nvcc: str

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from wh.errors import BuildError
 from wh.kernels.conditions import cpp_active_lines
+from wh.kernels.kinds import RegistrationKind
 
 _BLOCK = re.compile(r"\b(TORCH_LIBRARY|TORCH_LIBRARY_FRAGMENT|TORCH_LIBRARY_IMPL)\s*\(")
 _IDENT = re.compile(r"[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*")
@@ -21,7 +22,7 @@ _DEF_HEAD = re.compile(r"(?m)^[ \t]*(?:[\w:<>,*&]+[ \t]+)+[*&]?[ \t]*([A-Za-z_]\
 class Statement:
     """One ``m.def(...)`` / ``m.impl(...)``: the op it names and the functions it links."""
 
-    kind: str  # "def" or "impl"
+    kind: RegistrationKind
     op: str
     symbols: tuple[str, ...]
     start: int  # offset of the receiver (``m``)
@@ -259,7 +260,7 @@ def statements(text: str) -> list[Statement]:
                 syms += _symbols(text[a:b])
             out.append(
                 Statement(
-                    cm.group(1),
+                    RegistrationKind(cm.group(1)),
                     op.group(1),
                     tuple(syms),
                     cm.start(),
