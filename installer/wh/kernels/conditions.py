@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wh.errors import BuildError
+from wh.errors import ConditionError
 
 _FALSE = {"", "0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND"}
 
@@ -52,7 +52,7 @@ def _cpp_tokens(expr: str) -> list[str]:
     while pos < len(expr):
         m = _CPP_TOKEN.match(expr, pos)
         if not m:
-            raise BuildError(f"cannot read preprocessor condition {expr!r}")
+            raise ConditionError(expr, "cpp-unreadable")
         out.append(m.group(1))
         pos = m.end()
         while pos < len(expr) and expr[pos].isspace():
@@ -95,7 +95,7 @@ def eval_cpp(expr: str, macros: Mapping[str, str]) -> bool:
                 take()
             return int(name in macros)
         if not t:
-            raise BuildError(f"incomplete preprocessor condition {expr!r}")
+            raise ConditionError(expr, "cpp-incomplete")
         return value(t)
 
     def cmp() -> int:
@@ -257,7 +257,7 @@ def eval_cmake(expr: str, variables: Mapping[str, str]) -> bool:
                 "LESS_EQUAL": fa <= fb,
             }[op]
         if not t:
-            raise BuildError(f"incomplete CMake condition {expr!r}")
+            raise ConditionError(expr, "cmake-incomplete")
         return truth(t)
 
     def notx() -> bool:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from wh.errors import BuildError
+from wh.errors import RegistrationError
 from wh.kernels.conditions import cpp_active_lines
 from wh.kernels.kinds import RegistrationKind
 
@@ -119,7 +119,7 @@ def _match(text: str, mask: list[bool], i: int, open_: str, close: str) -> int:
             depth -= 1
             if depth == 0:
                 return j + 1
-    raise BuildError(f"unbalanced {open_}{close} from offset {i}")
+    raise RegistrationError("", "unbalanced", brackets=open_ + close, offset=i)
 
 
 def _split_args(text: str, mask: list[bool], start: int, end: int) -> list[tuple[int, int]]:
@@ -289,7 +289,7 @@ def defined_functions(text: str) -> set[str]:
             continue
         try:
             close = _match(text, mask, open_, "(", ")")
-        except BuildError:
+        except RegistrationError:
             continue
         j = close
         while j < len(text) and (not mask[j] or text[j] not in "{;"):
@@ -345,10 +345,7 @@ def plan_guards(
     ``excluded`` (path -> macro, e.g. ``_WIN32``) in ``#ifndef MACRO``; nothing else moves."""
     stmts = statements(text)
     if not stmts:
-        raise BuildError(
-            f"{file}: no TORCH_LIBRARY/TORCH_LIBRARY_FRAGMENT block with m.def/m.impl found",
-            hint="point [registration] source at the file that registers the extension's ops",
-        )
+        raise RegistrationError(file, "no-block")
     where = op_sources(stmts, sources)
     macro_of: dict[str, str] = {}
     for op, src in where.items():
@@ -356,10 +353,8 @@ def plan_guards(
             continue
         macros = {excluded[f] for f in src.files}
         if len(macros) > 1:
-            raise BuildError(
-                f"{file}: op {op} is implemented in files excluded under different conditions",
-                details=[f"{f}: #ifndef {excluded[f]}" for f in src.files],
-                hint="exclude them under one condition",
+            raise RegistrationError(
+                file, "mixed", op=op, guards=[(f, excluded[f]) for f in src.files]
             )
         macro_of[op] = macros.pop()
     todo = [s for s in stmts if s.op in macro_of and macro_of[s.op] not in s.guards]
@@ -386,11 +381,7 @@ def plan_guards(
         le = len(text) if le < 0 else le + 1
         before, after = text[ls : first.start], text[last.end : le]
         if before.strip() or re.sub(r"//[^\n]*|/\*.*?\*/", "", after).strip():
-            raise BuildError(
-                f"{file}:{first.line}: the registration of {first.op} shares its line"
-                " with other code",
-                hint="put each m.def/m.impl statement on lines of its own",
-            )
+            raise RegistrationError(file, "shared-line", op=first.op, line=first.line)
         macro = macro_of[first.op]
         files = sorted({f for s in run for f in where[s.op].files})
         why = f"{', '.join(files)} not built (CMake if({_CONDITION.get(macro, 'NOT ' + macro)}))"
