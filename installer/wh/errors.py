@@ -952,8 +952,9 @@ class RegistrationError(BuildError):
 class PatchError(BuildError):
     """The recipe's patches cannot be applied: ``rule`` "malformed" (the patch of ``file``
     lacks an anchor, a replacement or a count), "not-applicable" (``problems``: each patch
-    that is neither applied nor already applied), "read-back" (the files written do not
-    read back as patched; ``path`` is the patched copy, or None for the source tree) or
+    that is neither applied nor already applied), "read-back" (the files written to the source
+    tree do not read back as patched), "read-back-copy" (nor those of the patched copy at
+    ``path``) or
     "not-clean" (``recipe``'s operations and patches do not apply to the source ``path``)."""
 
     _TEXT: ClassVar[dict[str, tuple[str, str]]] = {
@@ -993,8 +994,7 @@ class PatchError(BuildError):
         self.problems = tuple(problems)
         self.path = path
         self.recipe = recipe
-        key = "read-back-copy" if rule == "read-back" and path is not None else rule
-        text, hint = self._TEXT[key]
+        text, hint = self._TEXT[rule]
         message = text.format(file=file, count=len(self.problems), path=path, recipe=recipe)
         super().__init__(message, hint=hint, details=self.problems)
 

@@ -411,7 +411,7 @@ def build(opts: Options) -> Report:
     reread = prune.plan(prune.read_tree(project, eff), eff)
     if reread.changed() or not reread.ok:
         raise PatchError(
-            "read-back", path=project, problems=reread.problems() or sorted(reread.changed())
+            "read-back-copy", path=project, problems=reread.problems() or sorted(reread.changed())
         )
     wheel = _run_backend(project, eff, tc, work, report)
     check_wheel_name(wheel, eff, tc, report.source.get("version", ""))
