@@ -359,10 +359,6 @@ class BuildError(WhError):
 # fields(); a ``rule`` picks one of the class's texts (a closed set: the keys of _TEXT).
 
 
-def _or(words: Sequence[str]) -> str:
-    return " or ".join(repr(w) for w in words)
-
-
 class RecipeError(BuildError):
     """A value of a recipe (its TOML, or an ``[[operations]]`` table) is not what its key
     takes. ``where`` is the table or file as the message names it, ``key`` the key in it
@@ -424,7 +420,7 @@ class RecipeError(BuildError):
             "missing": ", ".join(self.missing),
             "allowed_slash": "/".join(self.allowed),
             "allowed_list": ", ".join(self.allowed),
-            "allowed_or": _or(self.allowed),
+            "allowed_or": " or ".join(repr(a) for a in self.allowed),
         }
         super().__init__(text.format(**words), hint=hint.format(**words))
 
