@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wh.errors import ConditionError
+from wh.kernels.kinds import PlatformName
 
 _FALSE = {"", "0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND"}
 
@@ -15,7 +16,7 @@ _FALSE = {"", "0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND"}
 class Platform:
     """What guards see on one target: defined C macros and CMake variables."""
 
-    name: str
+    name: PlatformName
     macros: Mapping[str, str] = field(default_factory=dict)
     cmake_vars: Mapping[str, str] = field(default_factory=dict)
 
@@ -24,12 +25,12 @@ class Platform:
 
 
 WINDOWS_MSVC = Platform(
-    "windows-msvc",
+    PlatformName.WINDOWS_MSVC,
     {"_WIN32": "1", "_WIN64": "1", "_MSC_VER": "1940", "__CUDACC__": "1"},
     {"WIN32": "1", "MSVC": "1", "CMAKE_SYSTEM_NAME": "Windows"},
 )
 LINUX_GCC = Platform(
-    "linux-gcc",
+    PlatformName.LINUX_GCC,
     {"__linux__": "1", "__unix__": "1", "__GNUC__": "12", "__CUDACC__": "1"},
     {"UNIX": "1", "LINUX": "1", "CMAKE_SYSTEM_NAME": "Linux", "CMAKE_COMPILER_IS_GNUCXX": "1"},
 )

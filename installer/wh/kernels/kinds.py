@@ -8,7 +8,19 @@ strings. The target OS words (``--target-os``, a variant's ``refused``) are the 
 
 from __future__ import annotations
 
-from wh.model.choices import StrEnum
+from wh.model.choices import StrEnum, TargetOS
+
+
+class PlatformName(StrEnum):
+    """The target platforms conditions are evaluated for (a recipe's ``platforms`` names
+    them), each the toolchain of one target OS."""
+
+    WINDOWS_MSVC = "windows-msvc"
+    LINUX_GCC = "linux-gcc"
+
+    @property
+    def target_os(self) -> TargetOS:
+        return TargetOS.WINDOWS if self is PlatformName.WINDOWS_MSVC else TargetOS.LINUX
 
 
 class OpKind(StrEnum):

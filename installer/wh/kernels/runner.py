@@ -134,10 +134,6 @@ def _target(opts: Options, tc: Toolchain | None) -> Platform:
     return WINDOWS_MSVC if sys.platform == "win32" else LINUX_GCC
 
 
-def _os_name(platform: Platform) -> TargetOS:
-    return TargetOS.WINDOWS if platform.name.startswith("windows") else TargetOS.LINUX
-
-
 def check_plan(
     project: Path,
     eff: Effective,
@@ -269,7 +265,7 @@ def _toolchain(eff: Effective, env: Mapping[str, str], optional: bool) -> Toolch
 
 
 def _expected_platform_tag(tc: Toolchain) -> str:
-    return "win_amd64" if tc.platform.name.startswith("windows") else "linux"
+    return "win_amd64" if tc.platform.name.target_os is TargetOS.WINDOWS else "linux"
 
 
 def source_version(project: Path) -> str | None:
@@ -363,7 +359,7 @@ def build(opts: Options) -> Report:
     if tc:
         report.toolchain = tc.info.to_json()
     platform = _target(opts, tc)
-    target_os = report.target_os = _os_name(platform)
+    target_os = report.target_os = platform.name.target_os
     if not preview_only and tc and platform.name != tc.platform.name:
         raise BuildOptionError(
             "--target-os", str(opts.target_os), "other-machine", platform=tc.platform.name
