@@ -19,6 +19,7 @@ from wh.kernels.archcheck import (
 )
 from wh.kernels.envblock import block_size, dedupe_path, fit
 from wh.kernels.gcc import parse_nvcc_version
+from wh.kernels.kinds import CheckEnvironment, CodeKind
 from wh.kernels.runner import cached_generator, ensure_build_dir
 from wh.kernels.toolchain import require_cuda
 
@@ -29,9 +30,9 @@ KERNEL = Path(__file__).parents[1] / "kernel" / "whdemo-kernel"
 def test_parse_cuobjdump_listings() -> None:
     elf = (FIX / "cuobjdump-list-elf.txt").read_text()
     ptx = (FIX / "cuobjdump-list-ptx.txt").read_text()
-    assert parse_listing(elf, "ELF") == {"86", "100"}
-    assert parse_listing(ptx, "PTX") == {"86"}
-    assert parse_listing(elf, "PTX") == frozenset()
+    assert parse_listing(elf, CodeKind.ELF) == {"86", "100"}
+    assert parse_listing(ptx, CodeKind.PTX) == {"86"}
+    assert parse_listing(elf, CodeKind.PTX) == frozenset()
 
 
 def test_arch_problems() -> None:
@@ -160,8 +161,8 @@ def test_import_check_environments(tmp_path: Path) -> None:
         tmp_path / "w", "needsclick", "1.0", files={"needsclick/__init__.py": b"import click\n"}
     )
     with pytest.raises(BuildError, match="`import needsclick` fails"):
-        import_check(needs_click, ["needsclick"], tmp_path / "a", "isolated")
-    import_check(needs_click, ["needsclick"], tmp_path / "b", "build")
+        import_check(needs_click, ["needsclick"], tmp_path / "a", CheckEnvironment.ISOLATED)
+    import_check(needs_click, ["needsclick"], tmp_path / "b", CheckEnvironment.BUILD)
     broken = make_wheel(tmp_path / "x", "broken", "1.0", files={"broken/__init__.py": b"1/0\n"})
     with pytest.raises(BuildError, match="`import broken` fails"):
-        import_check(broken, ["broken"], tmp_path / "c", "build")
+        import_check(broken, ["broken"], tmp_path / "c", CheckEnvironment.BUILD)

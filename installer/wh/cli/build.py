@@ -17,6 +17,9 @@ if TYPE_CHECKING:  # the runner (recipes, toolchains, patches) loads only when `
 
 
 def _render(report: Report, check_only: bool) -> str:
+    # an anchor patch's statuses say applied and already-applied in the same words
+    from wh.kernels.opresult import Status
+
     lines = [
         f"recipe {report.recipe} variant {dict(report.variant)} archs {', '.join(report.archs)}"
         f" target {report.target_os} CUDA {report.cuda_version}"
@@ -31,9 +34,9 @@ def _render(report: Report, check_only: bool) -> str:
     verb = "would be applied" if check_only else "applied"
     for op in report.operations:
         status = str(op["status"])
-        shown = verb if status == "applied" else status
+        shown = verb if status == Status.APPLIED else status
         lines.append(f"  {op['op']} {op['what']}: {shown} [{op['file'] or '-'}]")
-        if status not in ("applied", "already-applied"):
+        if status not in (Status.APPLIED, Status.ALREADY_APPLIED):
             lines.append(f"      looked for {op.get('looked_for', '')}")
             cands = op.get("candidates") or op.get("nearest") or []
             places = op.get("places") or []

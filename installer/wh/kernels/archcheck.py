@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wh.errors import BuildError
+from wh.errors import ToolMissingError, ToolOutputError, WheelCheckError
+from wh.kernels.kinds import CodeKind
 from wh.proc import spawn as proc
 
 _BINARY_SUFFIXES = (".so", ".pyd", ".dll")
@@ -27,7 +28,7 @@ class ArchReport:
     ptx: frozenset[str]
 
 
-def parse_listing(text: str, kind: str) -> frozenset[str]:
+def parse_listing(text: str, kind: CodeKind) -> frozenset[str]:
     """Architectures in ``cuobjdump --list-elf`` (kind "ELF") or ``--list-ptx`` ("PTX") output."""
     found = set()
     for line in text.splitlines():
@@ -110,19 +111,20 @@ def inspect_wheel(wheel: Path, cuobjdump: Path, scratch: Path) -> list[ArchRepor
         for name in names:
             target = scratch / Path(name).name
             target.write_bytes(zf.read(name))
-            listed = {}
-            for kind, flag in (("ELF", "--list-elf"), ("PTX", "--list-ptx")):
-                done = proc.run([cuobjdump, flag, target], check=False, what="cuobjdump")
+            listed: dict[CodeKind, frozenset[str]] = {}
+            for kind in CodeKind:
+                done = proc.run([cuobjdump, kind.flag, target], check=False, what="cuobjdump")
                 if (
                     done.returncode != 0
                     and "does not contain device code" not in done.stdout + done.stderr
                 ):
-                    raise BuildError(
-                        f"cuobjdump could not read {name}",
-                        details=(done.stdout + done.stderr).strip().splitlines()[-5:],
+                    raise ToolOutputError(
+                        "cuobjdump",
+                        name,
+                        output=(done.stdout + done.stderr).strip().splitlines()[-5:],
                     )
                 listed[kind] = parse_listing(done.stdout, kind)
-            reports.append(ArchReport(name, listed["ELF"], listed["PTX"]))
+            reports.append(ArchReport(name, listed[CodeKind.ELF], listed[CodeKind.PTX]))
     return reports
 
 
@@ -130,19 +132,10 @@ def check_wheel_archs(wheel: Path, archs: Sequence[str], scratch: Path) -> list[
     """Raise a BuildError unless the wheel holds exactly the asked-for SASS/PTX."""
     tool = find_cuobjdump()
     if tool is None:
-        raise BuildError(
-            "cuobjdump not found: cannot check the wheel's CUDA architectures",
-            hint="pip install nvidia-cuda-cuobjdump (in wh's dev extra),"
-            " or put the CUDA bin on PATH",
-        )
+        raise ToolMissingError("cuobjdump")
     scratch.mkdir(parents=True, exist_ok=True)
     reports = inspect_wheel(wheel, tool, scratch)
     problems = arch_problems(reports, archs)
     if problems:
-        raise BuildError(
-            f"{wheel.name} holds the wrong CUDA architectures (asked for {', '.join(archs)})",
-            details=problems,
-            hint="look for an architecture list or a version auto-trigger"
-            " that the recipe does not patch",
-        )
+        raise WheelCheckError(wheel.name, "archs", problems=problems, archs=archs)
     return reports

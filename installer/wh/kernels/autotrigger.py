@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from wh.kernels import cmakeparse
 from wh.kernels.conditions import cmake_commands, cmake_tokens, eval_cmake
+from wh.kernels.kinds import TriggerKind
 
 _VERSION_OPS = {
     "VERSION_GREATER_EQUAL",
@@ -27,11 +28,11 @@ class AutoTrigger:
     line: int
     condition: str
     switch: str
-    kind: str  # "or-switch": if(VERSION OR SWITCH); "sets-switch": if(VERSION) set(SWITCH ON)
+    kind: TriggerKind
     file: str = "CMakeLists.txt"
 
     def describe(self) -> str:
-        if self.kind == "or-switch":
+        if self.kind is TriggerKind.OR_SWITCH:
             fix = f"if({self.switch})"
         else:
             fix = f"if(<version check> AND {self.switch}) or add the target's condition"
@@ -93,12 +94,12 @@ def find_autotriggers(cmake_text: str) -> list[AutoTrigger]:
                 and not (i + 1 < len(toks) and toks[i + 1] in _VERSION_OPS)
             ]
             for sw in operands:
-                out.append(AutoTrigger(line, " ".join(toks), sw, "or-switch"))
+                out.append(AutoTrigger(line, " ".join(toks), sw, TriggerKind.OR_SWITCH))
             continue
         # the switches its own first branch sets ON, wherever in the branch (a newer
         # version may set it after a long list(APPEND ...), not on the next line)
         for sw in _set_on_in_branch(cmds, line):
-            out.append(AutoTrigger(line, " ".join(toks), sw, "sets-switch"))
+            out.append(AutoTrigger(line, " ".join(toks), sw, TriggerKind.SETS_SWITCH))
     return out
 
 

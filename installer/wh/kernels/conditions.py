@@ -6,7 +6,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wh.errors import BuildError
+from wh.errors import ConditionError
+from wh.kernels.kinds import PlatformName
 
 _FALSE = {"", "0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND"}
 
@@ -15,7 +16,7 @@ _FALSE = {"", "0", "OFF", "NO", "FALSE", "N", "IGNORE", "NOTFOUND"}
 class Platform:
     """What guards see on one target: defined C macros and CMake variables."""
 
-    name: str
+    name: PlatformName
     macros: Mapping[str, str] = field(default_factory=dict)
     cmake_vars: Mapping[str, str] = field(default_factory=dict)
 
@@ -24,12 +25,12 @@ class Platform:
 
 
 WINDOWS_MSVC = Platform(
-    "windows-msvc",
+    PlatformName.WINDOWS_MSVC,
     {"_WIN32": "1", "_WIN64": "1", "_MSC_VER": "1940", "__CUDACC__": "1"},
     {"WIN32": "1", "MSVC": "1", "CMAKE_SYSTEM_NAME": "Windows"},
 )
 LINUX_GCC = Platform(
-    "linux-gcc",
+    PlatformName.LINUX_GCC,
     {"__linux__": "1", "__unix__": "1", "__GNUC__": "12", "__CUDACC__": "1"},
     {"UNIX": "1", "LINUX": "1", "CMAKE_SYSTEM_NAME": "Linux", "CMAKE_COMPILER_IS_GNUCXX": "1"},
 )
@@ -52,7 +53,7 @@ def _cpp_tokens(expr: str) -> list[str]:
     while pos < len(expr):
         m = _CPP_TOKEN.match(expr, pos)
         if not m:
-            raise BuildError(f"cannot read preprocessor condition {expr!r}")
+            raise ConditionError(expr, "cpp-unreadable")
         out.append(m.group(1))
         pos = m.end()
         while pos < len(expr) and expr[pos].isspace():
@@ -95,7 +96,7 @@ def eval_cpp(expr: str, macros: Mapping[str, str]) -> bool:
                 take()
             return int(name in macros)
         if not t:
-            raise BuildError(f"incomplete preprocessor condition {expr!r}")
+            raise ConditionError(expr, "cpp-incomplete")
         return value(t)
 
     def cmp() -> int:
@@ -257,7 +258,7 @@ def eval_cmake(expr: str, variables: Mapping[str, str]) -> bool:
                 "LESS_EQUAL": fa <= fb,
             }[op]
         if not t:
-            raise BuildError(f"incomplete CMake condition {expr!r}")
+            raise ConditionError(expr, "cmake-incomplete")
         return truth(t)
 
     def notx() -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from wh.errors import BuildError
+from wh.errors import EnvironmentBlockError
 
 LIMIT = 32767
 
@@ -50,10 +50,5 @@ def fit(env: Mapping[str, str], *, limit: int = LIMIT, sep: str = ";") -> Fitted
     after = block_size(out)
     if after > limit:
         largest = sorted(out.items(), key=lambda kv: -len(kv[1]))[:5]
-        raise BuildError(
-            f"the build environment needs {after} characters; Windows allows {limit}",
-            details=[f"{k}: {len(v)} characters" for k, v in largest],
-            hint="shorten or unset the largest variables (PATH entries from old installs,"
-            " INCLUDE/LIB from repeated vcvarsall runs) and open a fresh shell",
-        )
+        raise EnvironmentBlockError(after, limit, [(k, len(v)) for k, v in largest])
     return Fitted(out, before, after, removed)

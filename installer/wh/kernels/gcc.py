@@ -10,8 +10,9 @@ from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 
-from wh.errors import BuildError
+from wh.errors import ToolMissingError, ToolOutputError
 from wh.kernels.conditions import LINUX_GCC, Platform
+from wh.kernels.kinds import ToolchainKind
 from wh.kernels.toolchain import ToolchainInfo, require_cuda
 from wh.proc import spawn as proc
 
@@ -23,9 +24,7 @@ def parse_nvcc_version(text: str) -> str:
         return m.group(2)
     m = re.search(r"release (\d+\.\d+)", text)
     if not m:
-        raise BuildError(
-            "cannot read the CUDA version from nvcc --version", details=text.splitlines()[-3:]
-        )
+        raise ToolOutputError("nvcc", output=text.splitlines()[-3:])
     return m.group(1)
 
 
@@ -58,25 +57,22 @@ class GccToolchain:
     def discover(cls, cuda: SpecifierSet, env: Mapping[str, str]) -> GccToolchain:
         nvcc = find_nvcc(env)
         if nvcc is None:
-            raise BuildError(
-                "nvcc not found",
-                details=["looked on PATH, in $CUDA_HOME/bin and /usr/local/cuda/bin"],
-                hint="install the CUDA toolkit or set CUDA_HOME",
+            raise ToolMissingError(
+                "nvcc", looked=["looked on PATH, in $CUDA_HOME/bin and /usr/local/cuda/bin"]
             )
         version = parse_nvcc_version(proc.run([nvcc, "--version"], what="nvcc --version").stdout)
         require_cuda(version, cuda, str(nvcc))
         cxx = env.get("CUDAHOSTCXX") or env.get("CXX") or shutil.which("g++", path=env.get("PATH"))
         if not cxx:
-            raise BuildError(
-                "no host C++ compiler (g++) found",
-                hint="install gcc/g++ (e.g. apt-get install build-essential) or set CXX",
-            )
+            raise ToolMissingError("g++")
         host_version = proc.run(
             [cxx, "-dumpfullversion", "-dumpversion"], what="g++"
         ).stdout.strip()
         generator = "Ninja" if shutil.which("ninja", path=env.get("PATH")) else "Unix Makefiles"
         home = _cuda_home(nvcc)
-        info = ToolchainInfo("gcc", cxx, host_version, str(nvcc), version, str(home), generator)
+        info = ToolchainInfo(
+            ToolchainKind.GCC, cxx, host_version, str(nvcc), version, str(home), generator
+        )
         return cls(info)
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:

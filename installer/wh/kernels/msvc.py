@@ -13,10 +13,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from wh import settings
-from wh.errors import BuildError
+from wh.errors import CudaVersionError, ToolMissingError, ToolOutputError
 from wh.kernels import envblock
 from wh.kernels.conditions import WINDOWS_MSVC, Platform
 from wh.kernels.gcc import parse_nvcc_version
+from wh.kernels.kinds import ToolchainKind
 from wh.kernels.toolchain import ToolchainInfo, require_cuda
 from wh.proc import spawn as proc
 
@@ -50,7 +51,7 @@ def parse_vswhere(text: str) -> list[VsInstall]:
     try:
         data = json.loads(text or "[]")
     except ValueError as exc:
-        raise BuildError(f"vswhere printed something that is not JSON: {exc}") from exc
+        raise ToolOutputError("vswhere", str(exc)) from exc
     installs = [
         VsInstall(
             path=str(d.get("installationPath", "")),
@@ -97,28 +98,17 @@ def choose_cuda(
 ) -> tuple[Version, str]:
     """The CUDA to build with: ``wanted`` (WH_CUDA_VERSION) if set, else the newest in ``spec``."""
     if not installs:
-        raise BuildError(
-            "no CUDA toolkit found (no CUDA_PATH_Vxx_y variable)",
-            hint="install the CUDA toolkit for Windows; its installer sets CUDA_PATH_V12_8 etc.",
-        )
-    listed = ", ".join(str(v) for v in sorted(installs))
+        raise ToolMissingError("cuda")
+    listed = [str(v) for v in sorted(installs)]
     if wanted:
         v = Version(wanted)
         if v not in installs:
-            raise BuildError(
-                f"WH_CUDA_VERSION={wanted} but that CUDA is not installed",
-                details=[f"installed: {listed}"],
-                hint="set WH_CUDA_VERSION to one of the installed versions",
-            )
+            raise CudaVersionError("not-installed", wanted=wanted, installed=listed)
         require_cuda(str(v), spec, installs[v])
         return v, installs[v]
     fitting = [v for v in installs if not str(spec) or v in spec]
     if not fitting:
-        raise BuildError(
-            f"no installed CUDA satisfies the recipe's cuda = {str(spec)!r}",
-            details=[f"expected: cuda {spec}", f"found: {listed}"],
-            hint="install a matching CUDA toolkit, or set WH_CUDA_VERSION",
-        )
+        raise CudaVersionError("none-fits", spec=str(spec), installed=listed)
     best = max(fitting)
     return best, installs[best]
 
@@ -177,10 +167,8 @@ class MsvcToolchain:
         ]
         installs = parse_vswhere(proc.run(args, what="vswhere").stdout)
         if not installs:
-            raise BuildError(
-                "no Visual Studio with the C++ x64 tools found",
-                details=[f"vswhere -requires {VC_COMPONENT} returned nothing"],
-                hint="install 'Desktop development with C++' (VS 2022 Build Tools is enough)",
+            raise ToolMissingError(
+                "msvc", looked=[f"vswhere -requires {VC_COMPONENT} returned nothing"]
             )
         vs = installs[0]
         before = parse_set_output(proc.run(["cmd", "/d", "/c", "set"], what="set").stdout)
@@ -190,14 +178,14 @@ class MsvcToolchain:
         )
         vcvars = env_diff(before, after)
         if "VCToolsVersion" not in after:
-            raise BuildError(f"vcvarsall.bat x64 of {vs.name} did not set up the compiler")
+            raise ToolOutputError("vcvarsall", vs.name)
         _, cuda_home = choose_cuda(cuda_installs(env), cuda, settings.current().cuda_version or "")
         nvcc = str(PureWindowsPath(cuda_home) / "bin" / "nvcc.exe")
         full = parse_nvcc_version(proc.run([nvcc, "--version"], what="nvcc --version").stdout)
         require_cuda(full, cuda, nvcc)
         generator = "Ninja" if shutil.which("ninja") else "Visual Studio 17 2022"
         info = ToolchainInfo(
-            "msvc",
+            ToolchainKind.MSVC,
             f"{vs.name} ({vs.path})",
             after.get("VCToolsVersion", ""),
             nvcc,

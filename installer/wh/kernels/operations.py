@@ -13,9 +13,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from wh.errors import BuildError
+from wh.errors import BuildError, CMakeError, ConditionError, RecipeError
 from wh.kernels import cmakeparse as cp
 from wh.kernels.cmakeeval import gencode_codes
+from wh.kernels.kinds import OpKind
 from wh.kernels.opresult import Place, Result, Status
 
 VERSION_OPS = {
@@ -106,7 +107,7 @@ def _parsed(files: Mapping[str, str]) -> list[tuple[str, list[cp.Command]]]:
         try:
             out.append((name, cp.parse(files[name], name)))
         except ValueError as exc:
-            raise BuildError(f"cannot read {name} as CMake: {exc}") from exc
+            raise CMakeError(name, "unreadable", problem=str(exc)) from exc
     return out
 
 
@@ -144,10 +145,7 @@ def _move_under(
     raws = [cmd.args[i].raw for i in indices]
     readd = _readd(cmd, indices[0], raws)
     if not readd:
-        raise BuildError(
-            f"{cmd.file}:{cmd.line}: cannot move {', '.join(raws)} out of {cmd.name}()",
-            hint="move it by hand or with a text patch",
-        )
+        raise CMakeError(cmd.file, "cannot-move", line=cmd.line, items=raws, command=cmd.name)
     edits = [_removal(text, cmd.args[i]) for i in indices]
     indent = cp.indent_at(text, cmd.start)
     note = f"  # wh: {why}" if why else "  # wh"
@@ -175,7 +173,7 @@ class ExcludeSource:
     source: str
     condition: str
     why: str = ""
-    kind: str = "exclude-source"
+    kind: OpKind = OpKind.EXCLUDE_SOURCE
 
     @property
     def what(self) -> str:
@@ -261,7 +259,7 @@ class SwitchTrigger:
 
     switch: str
     why: str = ""
-    kind: str = "switch-autotrigger"
+    kind: OpKind = OpKind.SWITCH_AUTOTRIGGER
 
     @property
     def what(self) -> str:
@@ -326,7 +324,7 @@ class AddCondition:
     switch: str
     condition: str
     why: str = ""
-    kind: str = "add-condition"
+    kind: OpKind = OpKind.ADD_CONDITION
 
     @property
     def what(self) -> str:
@@ -398,7 +396,7 @@ class UnderSwitch:
     commands: tuple[str, ...] = ()
     items: tuple[str, ...] = ()
     why: str = ""
-    kind: str = "under-switch"
+    kind: OpKind = OpKind.UNDER_SWITCH
     optional: bool = False  # none of it in this version: "absent", not "not found"
 
     @property
@@ -410,10 +408,7 @@ class UnderSwitch:
     def _spec(self, spec: str) -> tuple[str, str]:
         m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", spec)
         if not m:
-            raise BuildError(
-                f"under-switch {self.switch}: command {spec!r} is not NAME(FIRST_ARGUMENT)",
-                hint='e.g. "include(cmake/flashmla.cmake)", "FetchContent_Declare(repo-mscclpp)"',
-            )
+            raise RecipeError("", "command", key=self.switch, value=spec)
         return m.group(1).lower(), _first_arg_key(
             m.group(2).split()[0] if m.group(2).split() else ""
         )
@@ -649,7 +644,7 @@ class Gencodes:
 
     archs: tuple[str, ...] = ()
     why: str = ""
-    kind: str = "gencodes"
+    kind: OpKind = OpKind.GENCODES
 
     @property
     def what(self) -> str:
@@ -696,10 +691,7 @@ def guard_macro(condition: str) -> str:
     """The C preprocessor macro whose absence matches a CMake exclusion condition."""
     key = " ".join(cp.tokens(condition))
     if key not in _NOW_GUARD:
-        raise BuildError(
-            f"no preprocessor guard is known for if({condition})",
-            hint="use NOT MSVC (#ifndef _MSC_VER) or NOT WIN32 (#ifndef _WIN32)",
-        )
+        raise ConditionError(condition, "no-guard", known=_NOW_GUARD)
     return _NOW_GUARD[key]
 
 
@@ -713,7 +705,7 @@ class GuardRegistrations:
 
     file: str
     why: str = ""
-    kind: str = "guard-registrations"
+    kind: OpKind = OpKind.GUARD_REGISTRATIONS
 
     @property
     def what(self) -> str:
@@ -722,15 +714,6 @@ class GuardRegistrations:
 
 Operation = CMakeOperation | GuardRegistrations
 
-_KINDS = (
-    "exclude-source",
-    "switch-autotrigger",
-    "add-condition",
-    "under-switch",
-    "gencodes",
-    "guard-registrations",
-)
-
 
 def from_table(item: Mapping[str, object], where: str, archs: Sequence[str]) -> Operation:
     """One ``[[operations]]`` table as an operation; a BuildError names what is wrong."""
@@ -738,29 +721,32 @@ def from_table(item: Mapping[str, object], where: str, archs: Sequence[str]) -> 
     def s(key: str, default: str | None = None) -> str:
         v = item.get(key, default)
         if not isinstance(v, str) or not v:
-            raise BuildError(f"{where}: op {item.get('op')!r} needs {key} (a non-empty string)")
+            raise RecipeError(where, "needs", key=key, value=item.get("op"))
         return v
 
     def strs(key: str) -> tuple[str, ...]:
         v = item.get(key, [])
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            raise BuildError(f"{where}: {key} must be a list of strings")
+            raise RecipeError(where, "strings", key=key)
         return tuple(v)
 
-    kind = item.get("op")
+    raw = item.get("op")
+    if raw not in OpKind.recipe_ops():
+        raise RecipeError(where, "unknown-op", value=raw, allowed=OpKind.recipe_ops())
+    kind = OpKind(raw)
     why = str(item.get("why", ""))
-    if kind == "exclude-source":
+    if kind is OpKind.EXCLUDE_SOURCE:
         cond = s("condition")
         guard_macro(cond)  # refuse a condition with no preprocessor equivalent now
         return ExcludeSource(s("source"), cond, why)
-    if kind == "switch-autotrigger":
+    if kind is OpKind.SWITCH_AUTOTRIGGER:
         return SwitchTrigger(s("switch"), why)
-    if kind == "add-condition":
+    if kind is OpKind.ADD_CONDITION:
         return AddCondition(s("switch"), s("condition"), why)
-    if kind == "under-switch":
+    if kind is OpKind.UNDER_SWITCH:
         optional = item.get("optional", False)
         if not isinstance(optional, bool):
-            raise BuildError(f"{where}: optional must be true or false")
+            raise RecipeError(where, "bool", key="optional")
         op = UnderSwitch(
             s("switch"),
             s("default", "OFF"),
@@ -770,15 +756,10 @@ def from_table(item: Mapping[str, object], where: str, archs: Sequence[str]) -> 
             optional=optional,
         )
         if not op.commands and not op.items:
-            raise BuildError(f"{where}: under-switch {op.switch} names no commands and no items")
+            raise RecipeError(where, "empty-switch", value=op.switch)
         for spec in op.commands:
             op._spec(spec)
         return op
-    if kind == "gencodes":
+    if kind is OpKind.GENCODES:
         return Gencodes(strs("archs"), why)  # no archs: the build's (--arch or the recipe's)
-    if kind == "guard-registrations":
-        return GuardRegistrations(s("file"), why)
-    raise BuildError(
-        f"{where}: unknown op {kind!r}",
-        hint=f"ops: {', '.join(_KINDS)}; or a [[patches]] text patch",
-    )
+    return GuardRegistrations(s("file"), why)

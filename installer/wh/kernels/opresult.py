@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+
+from wh.kernels.kinds import OpKind
+from wh.model.choices import StrEnum
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """What an operation does (or would do) to the current files."""
 
     APPLIED = "applied"
@@ -35,7 +37,7 @@ class Place:
 class Result:
     """One operation against the current files."""
 
-    kind: str
+    kind: OpKind
     what: str
     why: str
     status: Status

@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
-from wh.errors import BuildError
+from wh.errors import PatchError
+from wh.model.choices import StrEnum
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Patch:
     why: str = ""
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """What a patch does (or would do) to the current text."""
 
     APPLIED = "applied"
@@ -88,10 +88,7 @@ def nearest_lines(text: str, anchor: str, n: int = 3) -> tuple[str, ...]:
 def plan_patch(text: str, patch: Patch) -> Outcome:
     """Decide what ``patch`` does to ``text`` (pure): the new text is in the outcome."""
     if not patch.anchor or not patch.replacement or patch.count < 1:
-        raise BuildError(
-            f"patch for {patch.file} is malformed",
-            hint="a patch needs a non-empty anchor, a non-empty replacement and count >= 1",
-        )
+        raise PatchError("malformed", file=patch.file)
     bare, n_repl = _bare_anchor_count(text, patch)
     if bare == patch.count and n_repl == 0:
         return Outcome(patch, Status.APPLIED, bare, text.replace(patch.anchor, patch.replacement))
@@ -119,11 +116,7 @@ def raise_for(outcomes: Sequence[Outcome]) -> None:
     """Raise one BuildError naming every patch that is not applied or already applied."""
     bad = [o for o in outcomes if not o.ok]
     if bad:
-        raise BuildError(
-            f"{len(bad)} patch(es) cannot be applied",
-            details=[o.describe() for o in bad],
-            hint="the source moved: update the recipe's anchors (or the pinned source)",
-        )
+        raise PatchError("not-applicable", problems=[o.describe() for o in bad])
 
 
 def read_files(root: Path, patches: Sequence[Patch]) -> dict[str, str]:
@@ -151,9 +144,5 @@ def apply_patches(root: Path, patches: Sequence[Patch], *, dry_run: bool = False
     verify = plan_patches(reread, patches)
     wrong = [v for v in verify if v.status is not Status.ALREADY_APPLIED]
     if wrong:
-        raise BuildError(
-            "patched files do not read back as patched",
-            details=[v.describe() for v in wrong],
-            hint="another process may be writing the source tree",
-        )
+        raise PatchError("read-back", problems=[v.describe() for v in wrong])
     return outcomes

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from wh.kernels import autotrigger, torchreg
 from wh.kernels.cmakeeval import Configured, Target, configure
 from wh.kernels.conditions import Platform
+from wh.kernels.kinds import PlatformName
 from wh.kernels.prune import Plan
 
 
@@ -16,7 +17,7 @@ from wh.kernels.prune import Plan
 class Preview:
     """One platform's view of a plan."""
 
-    platform: str
+    platform: PlatformName
     cuda_version: str
     configured: Configured
     autotriggers: list[autotrigger.AutoTrigger] = field(default_factory=list)

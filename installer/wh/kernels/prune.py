@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from wh.errors import BuildError
+from wh.errors import CMakeError, RegistrationError
 from wh.kernels import cmakeparse, patches, torchreg
 from wh.kernels.operations import (
     SOURCE_SUFFIXES,
@@ -67,10 +67,7 @@ def _cmake_inputs(project: Path) -> list[str]:
     """The root CMakeLists.txt, every file it include()s (any branch), and cmake/*.cmake."""
     root = project / "CMakeLists.txt"
     if not root.is_file():
-        raise BuildError(
-            f"{project} has no CMakeLists.txt",
-            hint="pass the source root; the recipe's [source] subdirectory names the project",
-        )
+        raise CMakeError(str(project), "no-cmakelists")
     seen: list[str] = []
     todo = ["CMakeLists.txt"]
     while todo:
@@ -81,7 +78,7 @@ def _cmake_inputs(project: Path) -> list[str]:
         try:
             cmds = cmakeparse.parse(_read(project, rel), rel)
         except ValueError as exc:
-            raise BuildError(f"cannot read {project / rel} as CMake: {exc}") from exc
+            raise CMakeError(str(project / rel), "unreadable", problem=str(exc)) from exc
         for c in cmds:
             if c.lname == "include" and c.args:
                 v = c.args[0].value.replace(
@@ -171,11 +168,7 @@ def _guard(out: Plan, op: GuardRegistrations) -> Result:
     excluded = {e.path: e.macro for e in out.exclusions}
     missing = [p for p in excluded if p not in out.files]
     if missing:
-        raise BuildError(
-            "cannot tell which ops the excluded sources implement:"
-            f" {', '.join(missing)} not in the tree",
-            hint="the recipe excludes a file this source does not have: check --source",
-        )
+        raise RegistrationError(op.file, "unmapped", missing=missing)
     sources = {k: v for k, v in out.files.items() if k.endswith(SOURCE_SUFFIXES) and k != op.file}
     text = out.files[op.file]
     g = torchreg.plan_guards(text, sources, excluded, op.file)

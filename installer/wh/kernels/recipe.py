@@ -12,9 +12,11 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from wh.errors import BuildError
+from wh.errors import BuildOptionError, RecipeError, RecipeLoadError, VariantError
+from wh.kernels.kinds import CheckEnvironment
 from wh.kernels.operations import Operation, from_table
 from wh.kernels.patches import Patch
+from wh.model.choices import TargetOS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -49,8 +51,8 @@ class Addon:
     env: Mapping[str, str] = field(default_factory=dict)
     provides: tuple[str, ...] = ()
     operations: tuple[Operation, ...] = ()
-    # target OS ("windows", "linux") -> why this side of the variant cannot be built there
-    refused: Mapping[str, str] = field(default_factory=dict)
+    # target OS -> why this side of the variant cannot be built there
+    refused: Mapping[TargetOS, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class Recipe:
     imports: tuple[str, ...]
     provides: tuple[str, ...]
     registration: RegistrationCheck | None
-    check_env: str
+    check_env: CheckEnvironment
     variants: Mapping[str, Variant]
     platforms: tuple[str, ...]
     file: Path | None = None
@@ -108,31 +110,31 @@ class Effective:
     patches: tuple[Patch, ...]
     provides: tuple[str, ...]
     operations: tuple[Operation, ...] = ()
-    refused: Mapping[str, str] = field(default_factory=dict)  # target OS -> why
+    refused: Mapping[TargetOS, str] = field(default_factory=dict)  # target OS -> why
 
 
 def _operations(value: object, where: str, archs: Sequence[str]) -> tuple[Operation, ...]:
     if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise BuildError(f"{where} must be an array of tables ([[operations]])")
+        raise RecipeError(where, "tables", value="operations")
     return tuple(from_table(v, f"{where}[{i}]", archs) for i, v in enumerate(value))
 
 
 def _table(data: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
     value = data.get(key, {})
     if not isinstance(value, dict):
-        raise BuildError(f"{where}: [{key}] must be a table")
+        raise RecipeError(where, "table", key=f"[{key}]")
     return value
 
 
 def _strs(value: object, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BuildError(f"{where} must be a list of strings")
+        raise RecipeError(where, "strings")
     return tuple(value)
 
 
 def _defines(value: object, where: str) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise BuildError(f"{where} must be a table")
+        raise RecipeError(where, "table")
     out = {}
     for k, v in value.items():
         if isinstance(v, bool):
@@ -140,20 +142,20 @@ def _defines(value: object, where: str) -> dict[str, str]:
         elif isinstance(v, (str, int)):
             out[k] = str(v)
         else:
-            raise BuildError(f"{where}.{k} must be a string, integer or boolean")
+            raise RecipeError(f"{where}.{k}", "scalar")
     return out
 
 
 def _patches(value: object, where: str) -> tuple[Patch, ...]:
     if not isinstance(value, list):
-        raise BuildError(f"{where} must be an array of tables ([[patches]])")
+        raise RecipeError(where, "tables", value="patches")
     out = []
     for i, item in enumerate(value):
         if not isinstance(item, dict):
-            raise BuildError(f"{where}[{i}] must be a table")
+            raise RecipeError(f"{where}[{i}]", "table")
         missing = [k for k in ("file", "anchor", "replacement") if k not in item]
         if missing:
-            raise BuildError(f"{where}[{i}] lacks {', '.join(missing)}")
+            raise RecipeError(f"{where}[{i}]", "lacks", missing=missing)
         out.append(
             Patch(
                 file=str(item["file"]),
@@ -169,16 +171,16 @@ def _patches(value: object, where: str) -> tuple[Patch, ...]:
 def _addon(data: Mapping[str, Any], where: str, archs: Sequence[str]) -> Addon:
     refused = data.get("refused", {})
     if not isinstance(refused, dict) or not all(
-        k in ("windows", "linux") and isinstance(v, str) for k, v in refused.items()
+        k in TargetOS.values() and isinstance(v, str) for k, v in refused.items()
     ):
-        raise BuildError(f"{where}.refused must map windows/linux to the reason (a string)")
+        raise RecipeError(f"{where}.refused", "refused", allowed=TargetOS.values())
     return Addon(
         defines=_defines(data.get("defines", {}), f"{where}.defines"),
         patches=_patches(data.get("patches", []), f"{where}.patches"),
         env=_defines(data.get("env", {}), f"{where}.env"),
         provides=_strs(data.get("provides", []), f"{where}.provides"),
         operations=_operations(data.get("operations", []), f"{where}.operations", archs),
-        refused=dict(refused),
+        refused={TargetOS(k): v for k, v in refused.items()},
     )
 
 
@@ -188,11 +190,11 @@ def parse_recipe(data: Mapping[str, Any], *, file: Path | None = None, sha256: s
     head = _table(data, "recipe", where)
     for key in ("name", "version"):
         if not isinstance(head.get(key), str):
-            raise BuildError(f"{where}: [recipe].{key} is required (a string)")
+            raise RecipeError(where, "required", key=f"[recipe].{key}")
     try:
         cuda = SpecifierSet(str(head.get("cuda", "")))
     except InvalidSpecifier as exc:
-        raise BuildError(f"{where}: [recipe].cuda is not a version specifier: {exc}") from exc
+        raise RecipeError(where, "specifier", key="[recipe].cuda", problem=str(exc)) from exc
     src = _table(data, "source", where)
     source = Source(
         path=str(src.get("path", "")),
@@ -212,7 +214,7 @@ def parse_recipe(data: Mapping[str, Any], *, file: Path | None = None, sha256: s
     variants = {}
     for vname, v in _table(data, "variants", where).items():
         if not isinstance(v, dict):
-            raise BuildError(f"{where}: [variants.{vname}] must be a table")
+            raise RecipeError(where, "table", key=f"[variants.{vname}]")
         variants[vname] = Variant(
             name=vname,
             default=bool(v.get("default", False)),
@@ -242,15 +244,14 @@ def parse_recipe(data: Mapping[str, Any], *, file: Path | None = None, sha256: s
     )
 
 
-def _check_env(value: Any) -> str:
+def _check_env(value: Any) -> CheckEnvironment:
     """Where import checks run: ``isolated`` (a fresh venv with only the wheel) or ``build``
     (the interpreter that built it, for extensions that import torch at load time)."""
-    if value not in ("isolated", "build"):
-        raise BuildError(
-            f"[checks].environment must be 'isolated' or 'build', not {value!r}",
-            hint="use 'build' when the module imports packages of the build environment",
+    if value not in CheckEnvironment.values():
+        raise RecipeError(
+            "[checks].environment", "environment", value=value, allowed=CheckEnvironment.values()
         )
-    return str(value)
+    return CheckEnvironment(value)
 
 
 def parse_choices(items: Sequence[str]) -> dict[str, bool]:
@@ -260,7 +261,7 @@ def parse_choices(items: Sequence[str]) -> dict[str, bool]:
         name, _, value = item.partition("=")
         v = value.strip().lower() or "on"
         if v not in {"on", "off", "true", "false", "1", "0"}:
-            raise BuildError(f"--variant {item!r}: the value must be on or off")
+            raise BuildOptionError("--variant", item, "on-off")
         out[name.strip()] = v in {"on", "true", "1"}
     return out
 
@@ -269,14 +270,11 @@ def resolve(recipe: Recipe, choices: Mapping[str, bool], archs: Sequence[str] = 
     """Decide the variants (pure): base settings then each variant's on/off addon, in order."""
     unknown = sorted(set(choices) - set(recipe.variants))
     if unknown:
-        raise BuildError(
-            f"recipe {recipe.name} has no variant {', '.join(unknown)}",
-            hint=f"variants: {', '.join(recipe.variants) or 'none'}",
-        )
+        raise VariantError(recipe.name, unknown, list(recipe.variants))
     defines, env = dict(recipe.defines), dict(recipe.env)
     patches, provides = list(recipe.patches), list(recipe.provides)
     operations = list(recipe.operations)
-    refused: dict[str, str] = {}
+    refused: dict[TargetOS, str] = {}
     chosen = {}
     for name, var in recipe.variants.items():
         on = choices.get(name, var.default)
@@ -313,20 +311,17 @@ def load_recipe(name_or_path: str) -> Recipe:
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
-            raise BuildError(f"recipe file {path} does not exist")
+            raise RecipeLoadError(str(path), "no-file")
         raw = path.read_bytes()
         file: Path | None = path.resolve()
     else:
         res = resources.files("wh.kernels") / "recipes" / f"{name_or_path}.toml"
         if not res.is_file():
-            raise BuildError(
-                f"no shipped recipe named {name_or_path!r}",
-                hint=f"shipped recipes: {', '.join(shipped())}; or pass a path to a .toml",
-            )
+            raise RecipeLoadError(name_or_path, "unknown", shipped=shipped())
         raw = res.read_bytes()
         file = Path(str(res))
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise BuildError(f"recipe {name_or_path} is not valid TOML: {exc}") from exc
+        raise RecipeLoadError(name_or_path, "toml", problem=str(exc)) from exc
     return parse_recipe(data, file=file, sha256=hashlib.sha256(raw).hexdigest())

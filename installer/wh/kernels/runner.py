@@ -25,10 +25,23 @@ else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 from importlib import metadata
 
-from wh.errors import BuildError, ProcessError
+from wh.errors import (
+    BackendError,
+    BuildError,
+    BuildOptionError,
+    CudaVersionError,
+    EmitError,
+    PatchError,
+    ProcessError,
+    RecipeRefusedError,
+    RegistrationError,
+    SourceError,
+    WheelCheckError,
+)
 from wh.kernels import archcheck, envblock, preview, prune, source
 from wh.kernels.conditions import LINUX_GCC, WINDOWS_MSVC, Platform
 from wh.kernels.gcc import GccToolchain
+from wh.kernels.kinds import CheckEnvironment, OpKind
 from wh.kernels.msvc import MsvcToolchain
 from wh.kernels.operations import wanted_codes
 from wh.kernels.recipe import Effective, load_recipe, parse_choices, resolve
@@ -63,7 +76,7 @@ class Report:
     variant: Mapping[str, bool]
     archs: Sequence[str]
     defines: Mapping[str, str]
-    target_os: str = ""
+    target_os: TargetOS | None = None  # set before any report is returned
     cuda_version: str = ""
     source: Mapping[str, str] = field(default_factory=dict)
     operations: list[dict[str, object]] = field(default_factory=list)
@@ -96,10 +109,7 @@ def _source_root(eff: Effective, override: Path | None) -> Path:
         return override.resolve()
     pin = eff.recipe.source.path
     if not pin:
-        raise BuildError(
-            f"recipe {eff.recipe.name} names no source path",
-            hint="pass --source PATH (the folder or archive of the pinned source)",
-        )
+        raise SourceError("no-path", recipe=eff.recipe.name)
     base = eff.recipe.file.parent if eff.recipe.file else Path.cwd()
     return (base / pin).resolve()
 
@@ -115,17 +125,13 @@ TARGETS = {TargetOS.WINDOWS: WINDOWS_MSVC, TargetOS.LINUX: LINUX_GCC}
 def _target(opts: Options, tc: Toolchain | None) -> Platform:
     if opts.target_os:
         if opts.target_os not in TARGETS:
-            raise BuildError(
-                f"--target-os {opts.target_os!r} is not known", hint="use windows or linux"
+            raise BuildOptionError(
+                "--target-os", opts.target_os, "unknown", allowed=TargetOS.values()
             )
         return TARGETS[opts.target_os]
     if tc:
         return tc.platform
     return WINDOWS_MSVC if sys.platform == "win32" else LINUX_GCC
-
-
-def _os_name(platform: Platform) -> TargetOS:
-    return TargetOS.WINDOWS if platform.name.startswith("windows") else TargetOS.LINUX
 
 
 def check_plan(
@@ -140,7 +146,7 @@ def check_plan(
     files = prune.read_tree(project, eff)
     plan = prune.plan(files, eff)
     report.operations = [r.to_json() for r in plan.results] + [
-        {**o.to_json(), "op": "text-patch", "what": o.patch.why} for o in plan.patches
+        {**o.to_json(), "op": OpKind.TEXT_PATCH, "what": o.patch.why} for o in plan.patches
     ]
     report.patches = [o.to_json() for o in plan.patches]
     defines = {**eff.defines, "CMAKE_CUDA_ARCHITECTURES": archcheck.cmake_architectures(eff.archs)}
@@ -199,7 +205,7 @@ def _legacy_excluded(
     cmake = files.get(cmake_rel) or _read(project, cmake_rel) or ""
     reg_text = files.get(reg_source) or _read(project, reg_source)
     if reg_text is None:
-        raise BuildError(f"registration source {reg_source} not found in {project}")
+        raise RegistrationError(reg_source, "missing", project=project)
     sources = {}
     for rel in [*cmake_sources(cmake, {}), reg_source]:
         text = files.get(rel) or _read(project, rel)
@@ -238,12 +244,7 @@ def _pin(src: Path, project: Path, eff: Effective, opts: Options, report: Report
     found, problems = source.check_pin(src, project, eff.recipe.source, inputs)
     report.source = {"path": str(src), "project": str(project), **found}
     if problems and not opts.allow_unpinned:
-        raise BuildError(
-            f"the source at {src} is not the one recipe {eff.recipe.name} was checked against",
-            details=problems,
-            hint="use the pinned revision, or pass --allow-unpinned to try the recipe's"
-            " operations on this tree (each one still reports what it finds)",
-        )
+        raise SourceError("unpinned", path=src, recipe=eff.recipe.name, problems=problems)
     report.warnings += [f"unpinned (--allow-unpinned): {p}" for p in problems]
 
 
@@ -264,7 +265,7 @@ def _toolchain(eff: Effective, env: Mapping[str, str], optional: bool) -> Toolch
 
 
 def _expected_platform_tag(tc: Toolchain) -> str:
-    return "win_amd64" if tc.platform.name.startswith("windows") else "linux"
+    return "win_amd64" if tc.platform.name.target_os is TargetOS.WINDOWS else "linux"
 
 
 def source_version(project: Path) -> str | None:
@@ -285,7 +286,7 @@ def check_wheel_name(wheel: Path, eff: Effective, tc: Toolchain, version_: str =
     try:
         name, version, _, tags = parse_wheel_filename(wheel.name)
     except InvalidWheelFilename as exc:
-        raise BuildError(f"the build produced an invalid wheel name {wheel.name}") from exc
+        raise WheelCheckError(wheel.name, "name") from exc
     problems = []
     if name != canonicalize_name(eff.recipe.dist):
         problems.append(f"name: expected {eff.recipe.dist}, found {name}")
@@ -300,15 +301,14 @@ def check_wheel_name(wheel: Path, eff: Effective, tc: Toolchain, version_: str =
     if not set(tags) & set(sys_tags()):
         problems.append(f"no tag of {wheel.name} is installable by {sys.executable}")
     if problems:
-        raise BuildError(
-            f"the built wheel {wheel.name} is not what the recipe promises",
-            details=problems,
-            hint="check the recipe's version/dist and the project's pyproject (wheel.py-api)",
-        )
+        raise WheelCheckError(wheel.name, "promise", problems=problems)
 
 
 def import_check(
-    wheel: Path, modules: Sequence[str], scratch: Path, environment: str = "isolated"
+    wheel: Path,
+    modules: Sequence[str],
+    scratch: Path,
+    environment: CheckEnvironment = CheckEnvironment.ISOLATED,
 ) -> None:
     """Import each module from the built wheel.
 
@@ -318,7 +318,7 @@ def import_check(
     if not modules:
         return
     prefix: list[str] = []
-    if environment == "build":
+    if environment is CheckEnvironment.BUILD:
         unpacked = scratch / "unpacked"
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(unpacked)
@@ -337,11 +337,11 @@ def import_check(
         code = "".join(prefix) + f"import {mod}"
         done = proc.run([py, "-c", code], check=False, what=f"import {mod}")
         if done.returncode != 0:
-            raise BuildError(
-                f"the built wheel installs but `import {mod}` fails",
-                details=(done.stdout + done.stderr).strip().splitlines()[-8:],
-                hint="a missing DLL/.so or an unresolved symbol:"
-                " check the registered ops and link flags",
+            raise WheelCheckError(
+                wheel.name,
+                "import",
+                module=mod,
+                problems=(done.stdout + done.stderr).strip().splitlines()[-8:],
             )
 
 
@@ -352,22 +352,21 @@ def build(opts: Options) -> Report:
     report = Report(recipe.name, eff.variant, eff.archs, eff.defines)
     src = _source_root(eff, opts.source)
     if not src.exists():
-        raise BuildError(f"source {src} does not exist", hint="pass --source PATH")
+        raise SourceError("missing", path=src)
     preview_only = opts.check_only or opts.emit is not None
     env = dict(os.environ)
     tc = _toolchain(eff, env, optional=preview_only)
     if tc:
         report.toolchain = tc.info.to_json()
     platform = _target(opts, tc)
-    report.target_os = _os_name(platform)
+    target_os = report.target_os = platform.name.target_os
     if not preview_only and tc and platform.name != tc.platform.name:
-        raise BuildError(
-            f"--target-os {opts.target_os}: this machine builds for {tc.platform.name} only",
-            hint="use --check or --emit OUT for a preview of another platform",
+        raise BuildOptionError(
+            "--target-os", str(opts.target_os), "other-machine", platform=tc.platform.name
         )
-    refused = eff.refused.get(report.target_os)
+    refused = eff.refused.get(target_os)
     if refused:
-        raise BuildError(f"recipe {recipe.name} cannot be built for {report.target_os}: {refused}")
+        raise RecipeRefusedError(recipe.name, target_os, refused)
     cuda = _cuda(opts, tc, report, preview_only)
     report.cuda_version = cuda
     if recipe.platforms and platform.name not in recipe.platforms:
@@ -378,10 +377,8 @@ def build(opts: Options) -> Report:
     tree = source.materialize(src, work / "check") if source.is_archive(src) else src
     project = tree / recipe.source.subdirectory
     if not (project / "CMakeLists.txt").is_file() and (tree / "CMakeLists.txt").is_file():
-        raise BuildError(
-            f"{project} does not exist: --source {src} looks like the project itself",
-            hint=f"pass the folder above it (the checkout root): the recipe's project is"
-            f" its {recipe.source.subdirectory!r} subfolder",
+        raise SourceError(
+            "project-itself", path=src, project=project, subdirectory=recipe.source.subdirectory
         )
     _pin(src, project, eff, opts, report)
     found_version = source_version(project)
@@ -396,11 +393,7 @@ def build(opts: Options) -> Report:
     if opts.check_only and opts.emit is None:
         return report
     if report.problems:
-        raise BuildError(
-            f"recipe {recipe.name} does not apply cleanly to {src}: nothing was written",
-            details=report.problems,
-            hint="run with --check to see every operation; update the recipe for this tree",
-        )
+        raise PatchError("not-clean", recipe=recipe.name, path=src, problems=report.problems)
     if opts.emit is not None:
         report.emitted = emit(tree, recipe.source.subdirectory, plan, opts.emit)
         return report
@@ -413,10 +406,8 @@ def build(opts: Options) -> Report:
         (project / rel).write_bytes(plan.encoded(rel, text))
     reread = prune.plan(prune.read_tree(project, eff), eff)
     if reread.changed() or not reread.ok:
-        raise BuildError(
-            f"the patched copy at {project} does not read back as patched",
-            details=reread.problems() or sorted(reread.changed()),
-            hint="another process may be writing the work folder",
+        raise PatchError(
+            "read-back-copy", path=project, problems=reread.problems() or sorted(reread.changed())
         )
     wheel = _run_backend(project, eff, tc, work, report)
     check_wheel_name(wheel, eff, tc, report.source.get("version", ""))
@@ -439,11 +430,7 @@ def _cuda(opts: Options, tc: Toolchain | None, report: Report, preview_only: boo
     found = tc.info.cuda_version if tc else ""
     if opts.cuda_version:
         if not preview_only and found and not found.startswith(opts.cuda_version):
-            raise BuildError(
-                f"--cuda-version {opts.cuda_version}: the toolkit found is CUDA {found}",
-                hint="a build uses the toolkit it finds: set CUDA_HOME (Linux) or"
-                " WH_CUDA_VERSION (Windows), or use --check/--emit for a preview",
-            )
+            raise CudaVersionError("option", wanted=opts.cuda_version, found=found)
         return opts.cuda_version
     if found:
         return ".".join(found.split(".")[:2])
@@ -470,11 +457,9 @@ def emit(tree: Path, subdirectory: str, plan: prune.Plan, out: Path) -> dict[str
     """
     out = out.resolve()
     if out.exists() and not out.is_dir():
-        raise BuildError(f"--emit {out} is a file", hint="emit to a new or empty folder")
+        raise EmitError(out, "file")
     if out == tree or tree in out.parents:
-        raise BuildError(
-            f"--emit {out} is inside the source tree {tree}", hint="emit to a folder outside it"
-        )
+        raise EmitError(out, "inside", tree=tree)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.wh-", dir=out.parent))
     try:
@@ -486,10 +471,7 @@ def emit(tree: Path, subdirectory: str, plan: prune.Plan, out: Path) -> dict[str
         state = "written"
         if out.exists() and any(out.iterdir()):
             if not _same_tree(staged, out):
-                raise BuildError(
-                    f"--emit {out}: the folder exists and holds another tree",
-                    hint="remove it or emit to a new folder (wh never overwrites a tree)",
-                )
+                raise EmitError(out, "occupied")
             state = "unchanged (byte-identical to what is there)"
         else:
             if out.exists():
@@ -600,17 +582,8 @@ def _run_backend(project: Path, eff: Effective, tc: Toolchain, work: Path, repor
     try:
         proc.run(args, env=env, cwd=project, what=f"building {eff.recipe.name}")
     except ProcessError as exc:
-        raise BuildError(
-            f"building {eff.recipe.name} failed",
-            details=exc.details,
-            hint="read the compiler output above; rerun with --check"
-            " to see the patch and registration state",
-        ) from exc
+        raise BackendError(eff.recipe.name, "failed", output=exc.details) from exc
     wheels = sorted(out.glob("*.whl"))
     if len(wheels) != 1:
-        raise BuildError(
-            f"the build of {eff.recipe.name} produced {len(wheels)} wheels in {out}, expected 1",
-            hint="check that the project's build backend is scikit-build-core"
-            " and that the build finished",
-        )
+        raise BackendError(eff.recipe.name, "wheel-count", wheels=len(wheels), folder=out)
     return wheels[0]

@@ -8,7 +8,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from wh.errors import BuildError
+from wh.errors import SourceError, SourcePinError
 from wh.kernels.recipe import Source
 from wh.proc import spawn as proc
 
@@ -39,32 +39,24 @@ def is_archive(path: Path) -> bool:
     return path.is_file() and path.name.endswith(_ARCHIVES)
 
 
-def _mismatch(what: str, expected: str, found: str, where: Path) -> BuildError:
-    return BuildError(
-        f"the source at {where} does not match the recipe's pinned {what}",
-        details=[f"expected: {expected}", f"found: {found}"],
-        hint="use the pinned source, or update the recipe's pin if the change is intended",
-    )
-
-
 def verify(path: Path, pin: Source) -> dict[str, str]:
     """Check every pin the recipe sets; return the hashes found (for the build record)."""
     if not path.exists():
-        raise BuildError(f"source {path} does not exist", hint="pass --source PATH")
+        raise SourceError("missing", path=path)
     found: dict[str, str] = {}
     if is_archive(path):
         found["sha256"] = file_sha256(path)
         if pin.sha256 and pin.sha256 != found["sha256"]:
-            raise _mismatch("sha256", pin.sha256, found["sha256"], path)
+            raise SourcePinError(path, "sha256", pin.sha256, found["sha256"])
         return found
     found["tree_sha256"] = tree_digest(path)
     if pin.tree_sha256 and pin.tree_sha256 != found["tree_sha256"]:
-        raise _mismatch("tree_sha256", pin.tree_sha256, found["tree_sha256"], path)
+        raise SourcePinError(path, "tree_sha256", pin.tree_sha256, found["tree_sha256"])
     if pin.git_commit:
         head = proc.run(["git", "-C", path, "rev-parse", "HEAD"], what="git rev-parse").stdout
         found["git_commit"] = head.strip()
         if not found["git_commit"].startswith(pin.git_commit):
-            raise _mismatch("git commit", pin.git_commit, found["git_commit"], path)
+            raise SourcePinError(path, "git commit", pin.git_commit, found["git_commit"])
     return found
 
 

@@ -9,15 +9,16 @@ from typing import Protocol
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from wh.errors import BuildError
+from wh.errors import CudaVersionError
 from wh.kernels.conditions import Platform
+from wh.kernels.kinds import ToolchainKind
 
 
 @dataclass(frozen=True)
 class ToolchainInfo:
     """The versions a build record keeps."""
 
-    kind: str
+    kind: ToolchainKind
     host_compiler: str
     host_version: str
     nvcc: str
@@ -52,9 +53,4 @@ def require_cuda(found: str, spec: SpecifierSet, where: str) -> None:
     except InvalidVersion:
         ok = False
     if not ok:
-        raise BuildError(
-            f"CUDA {found} at {where} does not satisfy the recipe's cuda = {str(spec)!r}",
-            details=[f"expected: cuda {spec}", f"found: {found} ({where})"],
-            hint="install a matching CUDA toolkit, point CUDA_HOME (Linux) or WH_CUDA_VERSION"
-            " (Windows) at it, or adjust the recipe",
-        )
+        raise CudaVersionError("spec", spec=str(spec), found=found, where=where)

@@ -7,8 +7,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from wh.errors import BuildError
+from wh.errors import RegistrationError
 from wh.kernels.conditions import cpp_active_lines
+from wh.kernels.kinds import RegistrationKind
 
 _BLOCK = re.compile(r"\b(TORCH_LIBRARY|TORCH_LIBRARY_FRAGMENT|TORCH_LIBRARY_IMPL)\s*\(")
 _IDENT = re.compile(r"[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*")
@@ -21,7 +22,7 @@ _DEF_HEAD = re.compile(r"(?m)^[ \t]*(?:[\w:<>,*&]+[ \t]+)+[*&]?[ \t]*([A-Za-z_]\
 class Statement:
     """One ``m.def(...)`` / ``m.impl(...)``: the op it names and the functions it links."""
 
-    kind: str  # "def" or "impl"
+    kind: RegistrationKind
     op: str
     symbols: tuple[str, ...]
     start: int  # offset of the receiver (``m``)
@@ -118,7 +119,7 @@ def _match(text: str, mask: list[bool], i: int, open_: str, close: str) -> int:
             depth -= 1
             if depth == 0:
                 return j + 1
-    raise BuildError(f"unbalanced {open_}{close} from offset {i}")
+    raise RegistrationError("", "unbalanced", brackets=open_ + close, offset=i)
 
 
 def _split_args(text: str, mask: list[bool], start: int, end: int) -> list[tuple[int, int]]:
@@ -259,7 +260,7 @@ def statements(text: str) -> list[Statement]:
                 syms += _symbols(text[a:b])
             out.append(
                 Statement(
-                    cm.group(1),
+                    RegistrationKind(cm.group(1)),
                     op.group(1),
                     tuple(syms),
                     cm.start(),
@@ -288,7 +289,7 @@ def defined_functions(text: str) -> set[str]:
             continue
         try:
             close = _match(text, mask, open_, "(", ")")
-        except BuildError:
+        except RegistrationError:
             continue
         j = close
         while j < len(text) and (not mask[j] or text[j] not in "{;"):
@@ -344,10 +345,7 @@ def plan_guards(
     ``excluded`` (path -> macro, e.g. ``_WIN32``) in ``#ifndef MACRO``; nothing else moves."""
     stmts = statements(text)
     if not stmts:
-        raise BuildError(
-            f"{file}: no TORCH_LIBRARY/TORCH_LIBRARY_FRAGMENT block with m.def/m.impl found",
-            hint="point [registration] source at the file that registers the extension's ops",
-        )
+        raise RegistrationError(file, "no-block")
     where = op_sources(stmts, sources)
     macro_of: dict[str, str] = {}
     for op, src in where.items():
@@ -355,10 +353,8 @@ def plan_guards(
             continue
         macros = {excluded[f] for f in src.files}
         if len(macros) > 1:
-            raise BuildError(
-                f"{file}: op {op} is implemented in files excluded under different conditions",
-                details=[f"{f}: #ifndef {excluded[f]}" for f in src.files],
-                hint="exclude them under one condition",
+            raise RegistrationError(
+                file, "mixed", op=op, guards=[(f, excluded[f]) for f in src.files]
             )
         macro_of[op] = macros.pop()
     todo = [s for s in stmts if s.op in macro_of and macro_of[s.op] not in s.guards]
@@ -385,11 +381,7 @@ def plan_guards(
         le = len(text) if le < 0 else le + 1
         before, after = text[ls : first.start], text[last.end : le]
         if before.strip() or re.sub(r"//[^\n]*|/\*.*?\*/", "", after).strip():
-            raise BuildError(
-                f"{file}:{first.line}: the registration of {first.op} shares its line"
-                " with other code",
-                hint="put each m.def/m.impl statement on lines of its own",
-            )
+            raise RegistrationError(file, "shared-line", op=first.op, line=first.line)
         macro = macro_of[first.op]
         files = sorted({f for s in run for f in where[s.op].files})
         why = f"{', '.join(files)} not built (CMake if({_CONDITION.get(macro, 'NOT ' + macro)}))"
