@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -23,6 +22,9 @@ from wh.model.target import Target, declared
 from wh.model.toolwh import DropUse, OverrideUse
 from wh.model.wheel import Wheel
 from wh.wheelhouse.scan import scan
+
+if TYPE_CHECKING:  # the natives readers load only for --libraries
+    from wh.app.loadcheck import LibraryNeed
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ class WhyReport:
     dropped: tuple[DropUse, ...]  # drops of requirements on ``name``
     asked: Version | None = None  # --version
     why_not: tuple[str, ...] = ()
-    libraries: tuple[Mapping[str, Any], ...] | None = None  # --libraries: loadscan's rows
+    libraries: tuple[LibraryNeed, ...] | None = None  # --libraries
 
     @property
     def only_dropped(self) -> bool:
@@ -150,7 +152,7 @@ class WhyReport:
             "dropped": [d.to_toml() for d in self.dropped],
             "why_not": list(self.why_not),
             **(
-                {"libraries": [dict(r) for r in self.libraries]}
+                {"libraries": [r.to_json() for r in self.libraries]}
                 if self.libraries is not None
                 else {}
             ),
@@ -200,7 +202,7 @@ def why(
     if version is not None:
         target = lock_target(lock, python, platform, python_version)
         not_chosen = why_not(lock, key, version, list(scan(wheelhouse).wheels), target)
-    rows: list[dict[str, Any]] | None = None
+    rows: tuple[LibraryNeed, ...] | None = None
     if libraries:
         from wh.app.loadscan import why_libraries  # the natives readers load only for this
 
@@ -216,5 +218,5 @@ def why(
         dropped=dropped,
         asked=version,
         why_not=tuple(not_chosen),
-        libraries=tuple(rows) if rows is not None else None,
+        libraries=rows,
     )

@@ -712,8 +712,8 @@ def why(
         if report.libraries is not None:
             click.echo(f"native libraries {key} needs ({len(report.libraries)}):")
             for row in report.libraries:
-                where = row["by"] if row["ok"] else f"MISSING: {row['problem']}"
-                click.echo(f"  {row['member']}: {row['library']} <- {where}")
+                where = row.by if row.ok else f"MISSING: {row.problem}"
+                click.echo(f"  {row.member}: {row.library} <- {where}")
 
     _emit(as_json, report.to_json(), text)
 
