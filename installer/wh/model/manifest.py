@@ -2,8 +2,9 @@
 
 uv's ``Manifest`` is the model: the roots, the overrides, the drops, the protections, the
 preference for what a target already has, the prerelease policy and the stand-ins, in one
-value that lock, fetch and bundle hand to the resolver. What depends on the target (the
-protections as pins, the installed distributions) is derived from it per target.
+value that lock, fetch and bundle hand to the resolver (and that why is given to explain
+the lock made from it). What depends on the target (the protections as pins, the installed
+distributions) is derived from it per target.
 """
 
 from __future__ import annotations
