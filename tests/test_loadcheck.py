@@ -757,3 +757,44 @@ def test_each_need_says_who_meets_it_and_a_cached_report_is_the_same() -> None:
         LoadReport.from_cache(json.loads(json.dumps(report.to_cache()))).to_json()
     )
     assert LoadReport.from_cache(json.loads(json.dumps(report.to_cache()))) == report
+
+
+def test_the_platform_says_which_of_its_parts_provides_a_library() -> None:
+    """Each platform phrase comes with the part it names (a Windows target's API sets, system
+    DLLs, MSVC runtime, interpreter and driver; a live target's loader's finds)."""
+    win = for_target(declared("win_amd64", "3.12"))
+    parts = {
+        lib: found[0] if (found := win.provides(lib)) else None
+        for lib in (
+            "api-ms-win-crt-runtime-l1-1-0.dll",
+            "KERNEL32.dll",
+            "msvcp140.dll",
+            "vcruntime140.dll",
+            "python312.dll",
+            "nvcuda.dll",
+            "libfoo.dll",
+        )
+    }
+    assert parts == {
+        "api-ms-win-crt-runtime-l1-1-0.dll": Provider.API_SET,
+        "KERNEL32.dll": Provider.WINDOWS,
+        "msvcp140.dll": Provider.MSVC_RUNTIME,
+        "vcruntime140.dll": Provider.INTERPRETER,
+        "python312.dll": Provider.INTERPRETER,
+        "nvcuda.dll": Provider.DRIVER,
+        "libfoo.dll": None,
+    }
+    assert win.provides("msvcp140.dll") == (
+        Provider.MSVC_RUNTIME,
+        "the MSVC runtime (Visual C++ Redistributable)",
+    )
+    live = for_target(declared("manylinux_2_28_x86_64", "3.12"), {"libnuma.so.1": "ldconfig: /x"})
+    assert live.provides("libnuma.so.1") == (Provider.SYSTEM, "the target system (ldconfig: /x)")
+    assert live.provides("libpython3.12.so.1.0") == (
+        Provider.INTERPRETER,
+        "the Python 3.12 interpreter",
+    )
+    assert all(p.on_platform for p in parts.values() if p is not None)
+    assert not any(
+        p.on_platform for p in (Provider.SAME_WHEEL, Provider.OTHER_WHEEL, Provider.INSTALLED)
+    )
