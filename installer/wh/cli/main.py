@@ -671,7 +671,7 @@ def why(
     """Why NAME is in the lock (the chain of requirements), or why --version was not chosen."""
     from packaging.version import InvalidVersion, Version
 
-    from wh.app.why import why as explain
+    from wh.app.why import why as why_report
 
     if not lockfile and not profile_name:
         raise click.UsageError("name a PROFILE or pass --lockfile")
@@ -684,7 +684,7 @@ def why(
                 f"{version!r} is not a PEP 440 version (e.g. 0.4.1, 2.9.1+cu130)",
                 param_hint="--version",
             ) from None
-    report = explain(
+    report = why_report(
         _named_manifest(profile_name),
         name,
         _spec(kw),
