@@ -11,6 +11,7 @@ from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
+from wh.model.choices import Prereleases
 from wh.model.target import Target, declared
 from wh.model.wheel import Wheel, WheelProblem
 
@@ -68,8 +69,10 @@ class Scenario:
     options: Mapping[str, Any]
 
     @property
-    def prereleases(self) -> str:
-        return "allow" if self.options.get("prereleases") else "if-necessary-or-explicit"
+    def prereleases(self) -> Prereleases:
+        if self.options.get("prereleases"):
+            return Prereleases.ALLOW
+        return Prereleases.IF_NECESSARY_OR_EXPLICIT
 
     def skip_reason(self) -> str | None:
         """Why this scenario does not apply to a single-target wheel folder, or None."""

@@ -8,14 +8,22 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from wh.errors import ResolutionError
+from packaging.utils import canonicalize_name as N
+from packaging.version import Version
+from wh.app import lockfiles
+from wh.app.hooks import TargetSpec
+from wh.app.lock import do_lock
+from wh.app.why import explain, why
+from wh.errors import LockMissingError, NotInLockError, ResolutionError
+from wh.model import lockfile as lockmod
 from wh.model.candidates import CandidateIndex
 from wh.model.manifest import Manifest
-from wh.model.profile import Override
+from wh.model.profile import Override, Profile, default_lock_path
 from wh.model.target import declared
+from wh.model.wheel import Wheel
 from wh.resolve.resolver import resolve
 
-from tests.factory import as_scanned, wheel_value
+from tests.factory import as_scanned, make_wheel, wheel_value
 from tests.scenarios import load, scenarios_root
 
 LINUX = declared("manylinux_2_28_x86_64", "3.12")
@@ -202,3 +210,98 @@ def test_candidate_index_explain_without_labels_reads_as_plain_specifiers() -> N
         "a-1.0-py3-none-any.whl: 1.0 satisfies >=1",
         "a-2.0+x-py3-none-any.whl: 2.0+x satisfies >=1",
     ]
+
+
+# -- wh why: the lock a manifest makes, explained with the same manifest ----------------------
+
+
+def _why_manifest() -> Manifest:
+    profile = Profile("p").with_flags(
+        requirements=["app"],
+        overrides=["lib>=2"],
+        drops=["uvloop; sys_platform == 'linux'"],
+    )
+    return Manifest.of(profile)
+
+
+def _why_wheels() -> list[Wheel]:
+    return as_scanned(
+        [
+            wheel_value(HOUSE, "app", "1.0", ["lib<2", "uvloop; sys_platform == 'linux'", "dep"]),
+            wheel_value(HOUSE, "dep", "1.0", ["lib>=1"]),
+            wheel_value(HOUSE, "lib", "1.5"),
+            wheel_value(HOUSE, "lib", "2.1"),
+            wheel_value(HOUSE, "uvloop", "0.19"),
+        ]
+    )
+
+
+def test_why_explains_the_overrides_and_drops_of_the_resolution_its_manifest_locks() -> None:
+    """From values: the manifest's resolution, rendered as its lock and read back, explained;
+    each override, drop and chain why reports is one the resolution made."""
+    manifest = _why_manifest()
+    wheels = _why_wheels()
+    resolution = resolve(manifest, CandidateIndex.build(wheels, LINUX, {}))
+    path = default_lock_path(manifest.profile.name)
+    data = lockmod.render(
+        resolution, manifest.profile, LINUX, path, digests={w.path: "0" * 64 for w in wheels}
+    )
+    lock = lockfiles.from_bytes(data, path)
+
+    lib = explain(lock, "lib")
+    assert lib.version == Version("2.1") == resolution.packages[N("lib")].candidate.version
+    applied = {(a.by, a.original, a.replacement, a.reason) for a in resolution.applied}
+    assert {(a.by, a.original, a.replacement, a.reason) for a in lib.overrides} == applied
+    assert {(by, original) for by, original, _, _ in applied} == {
+        ("app 1.0", "lib<2"),
+        ("dep 1.0", "lib>=1"),
+    }
+    # the shortest chain from the roots, through the override the resolver applied
+    assert [[(x.parent, x.requirement) for x in c] for c in lib.chains] == [
+        [("profile", "app"), ("app 1.0", "lib>=2 (by override of lib<2)")]
+    ]
+    required = {e.text for e in resolution.packages[N("lib")].required_by}
+    assert {c[-1].requirement for c in lib.chains} <= required
+
+    uvloop = explain(lock, "uvloop")
+    assert N("uvloop") not in resolution.packages and uvloop.only_dropped
+    assert [(d.by, d.requirement, d.marker) for d in uvloop.dropped] == [
+        (d.by, d.requirement, d.marker) for d in resolution.dropped
+    ]
+    with pytest.raises(NotInLockError):
+        explain(lock, "nothing")
+
+
+def test_why_finds_the_lock_that_lock_writes_for_the_same_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`wh lock` and `wh why` given one manifest: why reads the lock lock wrote (the
+    profile's default lock path) and reports what lock reported."""
+    monkeypatch.chdir(tmp_path)
+    house = tmp_path / "wheelhouse"
+    make_wheel(house, "app", "1.0", ["lib<2", "uvloop; sys_platform == 'linux'", "dep"])
+    make_wheel(house, "dep", "1.0", ["lib>=1"])
+    make_wheel(house, "lib", "1.5")
+    make_wheel(house, "lib", "2.1")
+    manifest = _why_manifest()
+    spec = TargetSpec(None, "manylinux_2_28_x86_64", "3.12")
+    made = do_lock(manifest, house, default_lock_path(manifest.profile.name), spec)
+
+    report = why(manifest, "lib", spec)
+    assert report.lockfile == made.path == Path("lockfiles/pylock.p.toml")
+    assert report.version == made.resolution.packages[N("lib")].candidate.version
+    assert [(a.by, a.original, a.replacement) for a in report.overrides] == [
+        (a.by, a.original, a.replacement) for a in made.resolution.applied
+    ]
+    dropped = why(manifest, "uvloop", spec).dropped
+    assert [(d.by, d.requirement) for d in dropped] == [
+        (d.by, d.requirement) for d in made.resolution.dropped
+    ]
+    # another manifest's profile names another lock
+    other = Manifest.of(Profile("q").with_flags(requirements=["app"]))
+    with pytest.raises(LockMissingError):
+        why(other, "lib", spec)
+    # with --version: why that version was not chosen, against the wheelhouse
+    older = why(manifest, "lib", spec, version=Version("1.5"), wheelhouse=house)
+    assert older.why_not[0] == "the lock has lib 2.1"
+    assert any("1.5 does not satisfy >=2" in line for line in older.why_not)

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 import tomllib
-from wh.app.loadcheck import BuiltAgainst, Unit, check, cuda_major
+from wh.app.loadcheck import BuiltAgainst, LoadReport, Unit, check, cuda_major
 from wh.app.loadscan import RECORDS, copy_records, record_wheelhouse
 from wh.env.platformlibs import for_target
 from wh.install.backend import uv_binary
+from wh.model.loadkinds import Origin, ProblemKind, Provider
 from wh.model.target import declared
 from wh.wheel.natives import Binary, Natives, read_member, wheel_natives
 
@@ -523,7 +524,7 @@ def test_delay_loaded_imports_are_resolved_like_the_others() -> None:
     u = Unit(
         "k",  # type: ignore[arg-type]
         "1",
-        "locked",
+        Origin.LOCKED,
         Natives(
             ("k/ops.pyd",),
             (
@@ -642,7 +643,7 @@ def test_a_library_nothing_links_to_only_warns_for_its_missing_needs() -> None:
     u = Unit(
         "k",  # type: ignore[arg-type]
         "1",
-        "locked",
+        Origin.LOCKED,
         Natives((rdma.member, lib.member, ext.member), (rdma, ext, lib)),
     )
     report = check([u], for_target(target))
@@ -695,13 +696,13 @@ def test_a_kernel_is_compared_with_the_torch_installed_outside_the_lock() -> Non
     kernel = Unit(
         "k",  # type: ignore[arg-type]
         "1",
-        "locked",
+        Origin.LOCKED,
         Natives((), ()),
         built=BuiltAgainst("2.11.0+cu130", "13.0", "k.toml"),
     )
 
     def installed(version: str) -> Unit:
-        return Unit("torch", version, "installed, outside the lock", None)  # type: ignore[arg-type]
+        return Unit("torch", version, Origin.OUTSIDE, None)  # type: ignore[arg-type]
 
     assert check([kernel], for_target(target)).problems[0].message.endswith("has no torch")
     assert check([kernel], for_target(target), None, installed("2.11.0+cu130")).problems == ()
@@ -777,3 +778,93 @@ def test_a_far_dynamic_segment_is_read_from_a_block_near_it_and_matches_the_file
 
     monkeypatch.setattr(deflatetail, "find_start", unavailable)  # no block start: the same
     assert wheel_natives(w).binaries[0] == got
+
+
+def test_each_need_says_who_meets_it_and_a_cached_report_is_the_same() -> None:
+    """Who meets a need is a Provider: the member's own wheel (rpath), another locked wheel
+    (by name), a kept installed distribution, the loader, the driver, the policy; what
+    nothing meets is a missing-library problem. The result cache gives the same report."""
+    target = declared("manylinux_2_28_x86_64", "3.12")
+    ext = Binary(
+        "k/_C.cpython-312-x86_64-linux-gnu.so",
+        "elf",
+        "x86_64",
+        (
+            "libown.so",
+            "libother.so.1",
+            "libkept.so.2",
+            "ld-linux-x86-64.so.2",
+            "libcuda.so.1",
+            "libm.so.6",
+            "libnothing.so.3",
+        ),
+        runpath=("$ORIGIN/lib",),
+    )
+    own = Binary("k/lib/libown.so", "elf", "x86_64", ())
+    kernel = Unit(
+        "k",  # type: ignore[arg-type]
+        "1",
+        Origin.LOCKED,
+        Natives((own.member,), (ext, own)),
+    )
+    other = Unit("o", "2", Origin.LOCKED, Natives(("o/libother.so.1",), ()))  # type: ignore[arg-type]
+    kept = Unit("p", "3", Origin.KEPT, Natives(("p/libkept.so.2",), ()))  # type: ignore[arg-type]
+    report = check([kernel, other, kept], for_target(target))
+    assert {m.library: m.source for m in report.met} == {
+        "libown.so": Provider.SAME_WHEEL,
+        "libother.so.1": Provider.OTHER_WHEEL,
+        "libkept.so.2": Provider.INSTALLED,
+        "ld-linux-x86-64.so.2": Provider.LOADER,
+        "libcuda.so.1": Provider.DRIVER,
+        "libm.so.6": Provider.POLICY,
+    }
+    assert "p 3 (kept)" in next(m.by for m in report.met if m.library == "libkept.so.2")
+    assert [(p.kind, p.subject) for p in report.problems] == [
+        (ProblemKind.MISSING_LIBRARY, "libnothing.so.3")
+    ]
+    assert report.problems[0].to_json()["kind"] == "missing-library"
+    assert json.dumps(report.to_json()) == json.dumps(
+        LoadReport.from_cache(json.loads(json.dumps(report.to_cache()))).to_json()
+    )
+    assert LoadReport.from_cache(json.loads(json.dumps(report.to_cache()))) == report
+
+
+def test_the_platform_says_which_of_its_parts_provides_a_library() -> None:
+    """Each platform phrase comes with the part it names (a Windows target's API sets, system
+    DLLs, MSVC runtime, interpreter and driver; a live target's loader's finds)."""
+    win = for_target(declared("win_amd64", "3.12"))
+    parts = {
+        lib: found[0] if (found := win.provides(lib)) else None
+        for lib in (
+            "api-ms-win-crt-runtime-l1-1-0.dll",
+            "KERNEL32.dll",
+            "msvcp140.dll",
+            "vcruntime140.dll",
+            "python312.dll",
+            "nvcuda.dll",
+            "libfoo.dll",
+        )
+    }
+    assert parts == {
+        "api-ms-win-crt-runtime-l1-1-0.dll": Provider.API_SET,
+        "KERNEL32.dll": Provider.WINDOWS,
+        "msvcp140.dll": Provider.MSVC_RUNTIME,
+        "vcruntime140.dll": Provider.INTERPRETER,
+        "python312.dll": Provider.INTERPRETER,
+        "nvcuda.dll": Provider.DRIVER,
+        "libfoo.dll": None,
+    }
+    assert win.provides("msvcp140.dll") == (
+        Provider.MSVC_RUNTIME,
+        "the MSVC runtime (Visual C++ Redistributable)",
+    )
+    live = for_target(declared("manylinux_2_28_x86_64", "3.12"), {"libnuma.so.1": "ldconfig: /x"})
+    assert live.provides("libnuma.so.1") == (Provider.SYSTEM, "the target system (ldconfig: /x)")
+    assert live.provides("libpython3.12.so.1.0") == (
+        Provider.INTERPRETER,
+        "the Python 3.12 interpreter",
+    )
+    assert all(p.on_platform for p in parts.values() if p is not None)
+    assert not any(
+        p.on_platform for p in (Provider.SAME_WHEEL, Provider.OTHER_WHEEL, Provider.INSTALLED)
+    )

@@ -3,6 +3,7 @@ the one prerelease rule. From values: no wheel file is written."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 from wh.errors import ProfileError, ProtectionError, ResolutionError
 from wh.model.candidates import CandidateIndex
+from wh.model.choices import Prereleases
 from wh.model.installed import InstalledDist
 from wh.model.manifest import Manifest, StandIns, order_prereleases
 from wh.model.profile import Profile
@@ -44,9 +46,23 @@ def test_a_manifest_of_a_profile_carries_its_roots_overrides_drops_and_protectio
     assert m.undeclared == {"kernels"}
     assert list(m.override_map) == ["lib"] and list(m.drop_map) == ["uvloop"]
     assert [(p.name, str(p.version)) for p in m.protections] == [("torch", "2.9.1+cu130")]
-    assert m.prereleases == "allow" and not m.keep_installed and m.profile is profile
+    assert m.prereleases is Prereleases.ALLOW and not m.keep_installed and m.profile is profile
     with pytest.raises(ValueError, match="prereleases must be one of"):
         Manifest.of(profile, prereleases="sometimes")
+
+
+def test_the_prerelease_word_becomes_the_policy_once_where_the_manifest_is_made() -> None:
+    """``Manifest.of`` turns the word (the CLI's, the profile's) into the member; the
+    manifest keeps the member as given, and a copy of it is the same value."""
+    profile = Profile("p").with_flags(requirements=["app"])
+    for word in Prereleases.values():
+        m = Manifest.of(profile, prereleases=word)
+        assert m.prereleases is Prereleases(word) and type(m.prereleases) is Prereleases
+        assert Manifest.of(profile, prereleases=Prereleases(word)) == m
+        assert replace(m, keep_installed=False).prereleases is m.prereleases
+    assert Manifest.of(profile).prereleases is Prereleases.IF_NECESSARY_OR_EXPLICIT
+    with pytest.raises(ValueError, match=r"one of \('if-necessary-or-explicit', 'allow'"):
+        Manifest.of(profile, prereleases="Allow")
 
 
 def test_protections_become_pins_per_target() -> None:

@@ -12,7 +12,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 from wh.errors import ResolutionError
 from wh.model.candidates import CandidateIndex
-from wh.model.manifest import Manifest
+from wh.model.manifest import Manifest, policy
 from wh.model.overrides import Applied
 from wh.model.pinned import Pinned
 from wh.model.profile import Override
@@ -79,7 +79,7 @@ def _resolve(
     manifest = Manifest(
         requirements=tuple(Requirement(r) for r in roots),
         overrides=tuple(overrides),
-        prereleases=prereleases,
+        prereleases=policy(prereleases),
         undeclared=frozenset(undeclared),
     )
     return resolve(manifest, CandidateIndex.build(house.wheels, target, dict(pins or {})))

@@ -1075,7 +1075,7 @@ class WheelCheckError(BuildError):
         return out
 
 
-class BackendError(BuildError):
+class BuildBackendError(BuildError):
     """The build backend (pip wheel + scikit-build-core) failed for ``recipe``: ``rule``
     "failed" (``output``: what the command said) or "wheel-count" (it left ``wheels``
     wheels in ``folder``, not one)."""

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from wh import errors
 from wh.cli.build import build
 from wh.errors import (
-    BackendError,
+    BuildBackendError,
     BuildError,
     BuildOptionError,
     CMakeError,
@@ -587,7 +587,7 @@ CASES: list[tuple[BuildError, str, str, list[str], dict[str, object]]] = [
         {"wheel": "k.whl", "rule": "archs", "archs": ["86", "90"], "problems": ["no sm_90"]},
     ),
     (
-        BackendError("sgl", "failed", output=["nvcc fatal"]),
+        BuildBackendError("sgl", "failed", output=["nvcc fatal"]),
         "building sgl failed",
         "read the compiler output above; rerun with --check"
         " to see the patch and registration state",
@@ -595,7 +595,7 @@ CASES: list[tuple[BuildError, str, str, list[str], dict[str, object]]] = [
         {"recipe": "sgl", "rule": "failed", "output": ["nvcc fatal"]},
     ),
     (
-        BackendError("sgl", "wheel-count", wheels=2, folder=OUT),
+        BuildBackendError("sgl", "wheel-count", wheels=2, folder=OUT),
         f"the build of sgl produced 2 wheels in {OUT}, expected 1",
         "check that the project's build backend is scikit-build-core and that the build finished",
         [],

@@ -22,6 +22,7 @@ from packaging.utils import NormalizedName
 from packaging.version import InvalidVersion, Version
 
 from wh.env.platformlibs import Platform, policy_allowing, system_package
+from wh.model.loadkinds import Origin, ProblemKind, Provider
 from wh.wheel.natives import Binary, Natives, iter_needs
 
 
@@ -40,7 +41,7 @@ class Unit:
 
     name: NormalizedName
     version: str
-    origin: str  # "locked", "protected", "kept"
+    origin: Origin
     natives: Natives | None  # None: its files are unknown (protected on a declared target)
     requires: tuple[Requirement, ...] = ()
     built: BuiltAgainst | None = None
@@ -58,7 +59,8 @@ class Met:
     package: str
     member: str
     library: str
-    by: str
+    by: str  # the phrase: which wheel and member, or which part of the platform
+    source: Provider
     delay: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -77,7 +79,7 @@ class Met:
 class LoadProblem:
     """Why part of the lock cannot load, with what the lock has instead and the fixes."""
 
-    kind: str  # missing-library, symbol-version, unreadable, machine, torch-build
+    kind: ProblemKind
     package: str  # "name version"
     member: str
     subject: str  # the library, symbol version or torch build in question
@@ -108,6 +110,37 @@ class LoadProblem:
 
 
 @dataclass(frozen=True)
+class LibraryNeed:
+    """One need of a package's compiled members and who meets it (``wh why --libraries``):
+    met (``by`` names who), allowed missing (``by``: the reason), or a problem."""
+
+    package: str
+    member: str
+    library: str  # for a problem, its subject (a library, symbol version or torch build)
+    by: str  # "" for a problem
+    problem: str = ""  # the problem's message: the need is not met
+    delay: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "package": self.package,
+            "member": self.member,
+            "library": self.library,
+            "by": self.by,
+        }
+        if self.delay:
+            out["delay-load"] = True
+        out["ok"] = self.ok
+        if self.problem:
+            out["problem"] = self.problem
+        return out
+
+
+@dataclass(frozen=True)
 class LoadReport:
     platform: str
     met: tuple[Met, ...] = ()
@@ -128,12 +161,35 @@ class LoadReport:
             ],
         }
 
+    def needs_of(self, label: str) -> tuple[LibraryNeed, ...]:
+        """What the package ``label`` ("name version") needs: met, then problems, then
+        allowed missing."""
+        return (
+            *(
+                LibraryNeed(m.package, m.member, m.library, m.by, delay=m.delay)
+                for m in self.met
+                if m.package == label
+            ),
+            *(
+                LibraryNeed(p.package, p.member, p.subject, "", p.message)
+                for p in self.problems
+                if p.package == label
+            ),
+            *(
+                LibraryNeed(label, "", lib, f"allowed: {why}")
+                for lib, why, by in self.allowed
+                if label in by.split(", ")
+            ),
+        )
+
     def to_cache(self) -> dict[str, Any]:
         """Everything, for the result cache (``from_cache`` gives an equal report)."""
         return {
             "platform": self.platform,
             "binaries": self.binaries,
-            "met": [[m.package, m.member, m.library, m.by, m.delay] for m in self.met],
+            "met": [
+                [m.package, m.member, m.library, m.by, m.source.value, m.delay] for m in self.met
+            ],
             "problems": [p.to_json() for p in self.problems],
             "warnings": list(self.warnings),
             "allowed": [list(a) for a in self.allowed],
@@ -143,10 +199,13 @@ class LoadReport:
     def from_cache(cls, data: Mapping[str, Any]) -> LoadReport:
         return cls(
             str(data["platform"]),
-            tuple(Met(*row) for row in data["met"]),  # wh's own cache: its rows as written
+            tuple(
+                Met(str(p), str(m), str(lib), str(by), Provider(src), bool(delay))
+                for p, m, lib, by, src, delay in data["met"]
+            ),
             tuple(
                 LoadProblem(
-                    str(p["kind"]),
+                    ProblemKind(p["kind"]),
                     str(p["package"]),
                     str(p["member"]),
                     str(p["subject"]),
@@ -267,7 +326,7 @@ class _Resolved:
     library: str
     delay: bool
     by: str | None  # None: nothing provides it
-    platform: bool = False  # met by the platform (its symbol versions are policy-bound)
+    source: Provider | None = None  # who: None where nothing provides it
     provider: tuple[str, str] | None = None  # (unit name, member) of the library found
 
 
@@ -308,7 +367,7 @@ def check(
     todo = [
         k
         for k, (u, b) in binaries.items()
-        if u.origin == "locked" and is_extension_module(b.member)
+        if u.origin == Origin.LOCKED and is_extension_module(b.member)
     ]
     while todo:
         k = todo.pop()
@@ -323,7 +382,7 @@ def check(
     foreign: dict[str, list[str]] = {}
     count = 0
     for key, (u, b) in binaries.items():
-        if u.origin != "locked":
+        if u.origin != Origin.LOCKED:
             continue
         count += 1
         if b.problem:
@@ -335,7 +394,7 @@ def check(
                 continue
             problems.append(
                 LoadProblem(
-                    "machine",
+                    ProblemKind.MACHINE,
                     u.label,
                     b.member,
                     b.machine,
@@ -348,8 +407,8 @@ def check(
             continue
         found: list[LoadProblem] = []
         for r in resolved[key]:
-            if r.by is not None:
-                met.append(Met(u.label, b.member, r.library, r.by, r.delay))
+            if r.by is not None and r.source is not None:
+                met.append(Met(u.label, b.member, r.library, r.by, r.source, r.delay))
                 continue
             lib_key = _key(r.library, windows)
             if lib_key in allow:
@@ -366,7 +425,9 @@ def check(
                 continue
             found.append(_missing(u, b, r.library, r.delay, idx, torch, platform))
         if platform.symbol_versions:
-            on_platform = {r.library for r in resolved[key] if r.platform}
+            on_platform = {
+                r.library for r in resolved[key] if r.source is not None and r.source.on_platform
+            }
             found.extend(_too_new(u, b, on_platform, platform))
         found = [replace(p, wheel=u.wheel) for p in found]
         if key in reach:
@@ -383,7 +444,7 @@ def check(
             + (", ..." if len(members) > 3 else "")
         )
     for u in units:
-        if u.origin == "locked":
+        if u.origin == Origin.LOCKED:
             problems.extend(replace(p, wheel=u.wheel) for p in _torch_build(u, torch))
             warnings.extend(_inferred(u, torch))
     return LoadReport(
@@ -420,7 +481,11 @@ def _resolve(
             if found is not None:
                 where = "this wheel" if found is u else found.label
                 return _Resolved(
-                    lib, delay, f"{where} via rpath {entry} ({full})", False, (found.name, full)
+                    lib,
+                    delay,
+                    f"{where} via rpath {entry} ({full})",
+                    _source(u, found),
+                    (found.name, full),
                 )
     else:
         # Windows: the importing module's own folder first
@@ -428,16 +493,28 @@ def _resolve(
         found = idx.paths.get(_key(full, windows))
         if found is not None:
             where = "this wheel" if found is u else found.label
-            return _Resolved(lib, delay, f"{where}, beside it", False, (found.name, full))
+            return _Resolved(
+                lib, delay, f"{where}, beside it", _source(u, found), (found.name, full)
+            )
     providers = idx.names.get(key, [])
     if providers:
         own = [p for p in providers if p[0] is u]
         unit, path = (own or providers)[0]
         where = "this wheel" if unit is u else f"{unit.label} ({unit.origin})"
         note = "" if windows else ", by name: once loaded"
-        return _Resolved(lib, delay, f"{where}: {path}{note}", False, (unit.name, path))
-    by = platform.provides(lib)
-    return _Resolved(lib, delay, by, by is not None)
+        return _Resolved(lib, delay, f"{where}: {path}{note}", _source(u, unit), (unit.name, path))
+    on_platform = platform.provides(lib)
+    if on_platform is None:
+        return _Resolved(lib, delay, None)
+    source, by = on_platform
+    return _Resolved(lib, delay, by, source)
+
+
+def _source(needer: Unit, found: Unit) -> Provider:
+    """Which distribution meets a need of ``needer``'s with a library of ``found``'s."""
+    if found is needer:
+        return Provider.SAME_WHEEL
+    return Provider.OTHER_WHEEL if found.origin == Origin.LOCKED else Provider.INSTALLED
 
 
 def _instead(lib: str, idx: _Index, windows: bool) -> list[str]:
@@ -497,7 +574,7 @@ def _missing(
     kind = "delay-loaded " if delay else ""
     where = "the lock, the installed distributions or the platform"
     return LoadProblem(
-        "missing-library",
+        ProblemKind.MISSING_LIBRARY,
         u.label,
         b.member,
         lib,
@@ -523,7 +600,7 @@ def _too_new(u: Unit, b: Binary, platform_libs: set[str], platform: Platform) ->
             )
         out.append(
             LoadProblem(
-                "symbol-version",
+                ProblemKind.SYMBOL_VERSION,
                 u.label,
                 b.member,
                 version,
@@ -537,7 +614,7 @@ def _too_new(u: Unit, b: Binary, platform_libs: set[str], platform: Platform) ->
 
 def _unreadable(u: Unit, b: Binary) -> LoadProblem:
     return LoadProblem(
-        "unreadable",
+        ProblemKind.UNREADABLE,
         u.label,
         b.member,
         b.member,
@@ -557,7 +634,7 @@ def _torch_build(u: Unit, torch: Unit | None) -> list[LoadProblem]:
     if torch is None:
         return [
             LoadProblem(
-                "torch-build",
+                ProblemKind.TORCH_BUILD,
                 u.label,
                 "",
                 f"torch {built.torch}",
@@ -570,7 +647,7 @@ def _torch_build(u: Unit, torch: Unit | None) -> list[LoadProblem]:
         return []
     return [
         LoadProblem(
-            "torch-build",
+            ProblemKind.TORCH_BUILD,
             u.label,
             "",
             f"torch {built.torch}",

@@ -20,11 +20,12 @@ from packaging.utils import NormalizedName
 
 import wh
 from wh import progress
-from wh.app.loadcheck import BuiltAgainst, LoadProblem, LoadReport, Unit, check
+from wh.app.loadcheck import BuiltAgainst, LibraryNeed, LoadProblem, LoadReport, Unit, check
 from wh.app.verify import Finding, FindingKind
 from wh.cache.stamps import write_json
 from wh.env.platformlibs import Platform, for_target, live
 from wh.errors import LockError
+from wh.model.loadkinds import Origin
 from wh.model.loadoptions import LoadOptions
 from wh.model.toolwh import AllowedMissing, BuildRecord, LoadCheck
 from wh.settings import cache_dir
@@ -200,7 +201,7 @@ def record_paths(dist: InstalledDist) -> list[str]:
     return [PurePosixPath(p).as_posix() for p in record.installed_paths(rows)]
 
 
-def _installed_unit(dist: InstalledDist, origin: str) -> Unit:
+def _installed_unit(dist: InstalledDist, origin: Origin) -> Unit:
     libs = tuple(p for p in record_paths(dist) if nat.is_library_name(p))
     return Unit(dist.name, str(dist.version), origin, nat.Natives(libs, ()), dist.requires)
 
@@ -284,7 +285,7 @@ def _report_key(
         code.append([rel, st.st_size, st.st_mtime_ns])
     units: list[Any] = []
     for name, chosen in sorted(resolution.packages.items()):
-        origin = "protected" if name in resolution.pins else "locked"
+        origin = Origin.PROTECTED if name in resolution.pins else Origin.LOCKED
         w = chosen.candidate.wheel
         if w is not None:
             digest = digests.get(w.path, w.sha256)
@@ -380,7 +381,7 @@ def _lock_check(
             Unit(
                 name,
                 str(w.version),
-                "protected" if name in resolution.pins else "locked",
+                Origin.PROTECTED if name in resolution.pins else Origin.LOCKED,
                 read[w.path],
                 w.requires_dist,
                 _built(records.get(w.filename)),
@@ -390,7 +391,7 @@ def _lock_check(
     for name, chosen in resolution.packages.items():
         if name in chosen_wheels:
             continue
-        origin = "protected" if name in resolution.pins else "kept"
+        origin = Origin.PROTECTED if name in resolution.pins else Origin.KEPT
         if env is not None and name in env.dists:
             units.append(_installed_unit(env.dists[name], origin))
         elif name in declared_pins:
@@ -401,7 +402,7 @@ def _lock_check(
     outside = None
     if env is not None and "torch" in env.dists and "torch" not in resolution.packages:
         dist = env.dists[NormalizedName("torch")]
-        origin = "protected" if "torch" in resolution.pins else "installed, outside the lock"
+        origin = Origin.PROTECTED if "torch" in resolution.pins else Origin.OUTSIDE
         outside = Unit(NormalizedName("torch"), str(dist.version), origin, None)
     return check(units, platform_for(target, env), options.allow_missing, outside)
 
@@ -442,9 +443,9 @@ def installed_check(lock: Lock, env: Environment) -> LoadReport:
             site = dist.dist_info.parent
             found = nat.file_natives(site, record_paths(dist))
             built = _built(records.get(by_file.get(name, "")))
-            units.append(Unit(name, str(dist.version), "locked", found, dist.requires, built))
+            units.append(Unit(name, str(dist.version), Origin.LOCKED, found, dist.requires, built))
         else:
-            units.append(_installed_unit(dist, "kept"))
+            units.append(_installed_unit(dist, Origin.KEPT))
     return check(units, platform_for(env.target, env), _allowed(lock))
 
 
@@ -483,39 +484,19 @@ def verify_findings(lock: Lock, env: Environment) -> list[Finding]:
 
 def why_libraries(
     lock: Lock, name: NormalizedName, target: Target, live_target: bool = False
-) -> list[dict[str, Any]]:
+) -> tuple[LibraryNeed, ...]:
     """What the locked wheel of ``name`` needs and who provides each (``wh why --libraries``),
     from the lock's wheels (cached natives) and the lock's platform (a live one's loader
     asked again)."""
     units = []
     for pkg in lock.packages.values():
         found = natives_of(pkg.wheel, pkg.sha256) if pkg.wheel.is_file() else None
-        units.append(Unit(pkg.name, str(pkg.version), "locked", found))
+        units.append(Unit(pkg.name, str(pkg.version), Origin.LOCKED, found))
     for p in lock.tool.protections:
         if p.name not in lock.packages:
-            units.append(Unit(p.name, p.version, "protected", None))
+            units.append(Unit(p.name, p.version, Origin.PROTECTED, None))
     allow = _allowed(lock)
     plat = for_target(target)
     report = check(units, for_target(target, live(plat.os)) if live_target else plat, allow)
     label = next((u.label for u in units if u.name == name), "")
-    rows: list[dict[str, Any]] = [
-        {**m.to_json(), "ok": True} for m in report.met if m.package == label
-    ]
-    rows += [
-        {
-            "package": p.package,
-            "member": p.member,
-            "library": p.subject,
-            "by": "",
-            "ok": False,
-            "problem": p.message,
-        }
-        for p in report.problems
-        if p.package == label
-    ]
-    rows += [
-        {"package": label, "member": "", "library": lib, "by": f"allowed: {why}", "ok": True}
-        for lib, why, by in report.allowed
-        if label in by.split(", ")
-    ]
-    return rows
+    return report.needs_of(label)

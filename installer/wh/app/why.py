@@ -1,12 +1,13 @@
-"""Why a package is in a lock (the chain from the roots), and why a version was not chosen."""
+"""Why a package is in a lock (the chain from the roots), and why a version was not chosen:
+``explain`` from the lock's values; ``why``, the use case, given the manifest as ``wh lock``
+is, reads the lock made from it."""
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -14,15 +15,21 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import Version
 
 from wh.app import lockfiles
+from wh.app.hooks import TargetSpec
 from wh.env.environment import default_python, probe
 from wh.errors import NotInLockError
 from wh.model.candidates import CandidateIndex
 from wh.model.lockfile import Lock
+from wh.model.manifest import Manifest
+from wh.model.profile import default_lock_path
 from wh.model.requiredby import RequiredBy
 from wh.model.target import Target, declared
 from wh.model.toolwh import DropUse, OverrideUse
 from wh.model.wheel import Wheel
 from wh.wheelhouse.scan import scan
+
+if TYPE_CHECKING:  # the natives readers load only for --libraries
+    from wh.app.loadcheck import LibraryNeed
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,7 @@ class WhyReport:
     dropped: tuple[DropUse, ...]  # drops of requirements on ``name``
     asked: Version | None = None  # --version
     why_not: tuple[str, ...] = ()
-    libraries: tuple[Mapping[str, Any], ...] | None = None  # --libraries: loadscan's rows
+    libraries: tuple[LibraryNeed, ...] | None = None  # --libraries
 
     @property
     def only_dropped(self) -> bool:
@@ -150,40 +157,28 @@ class WhyReport:
             "dropped": [d.to_toml() for d in self.dropped],
             "why_not": list(self.why_not),
             **(
-                {"libraries": [dict(r) for r in self.libraries]}
+                {"libraries": [r.to_json() for r in self.libraries]}
                 if self.libraries is not None
                 else {}
             ),
         }
 
 
-def lock_target(
-    lock: Lock, python: Path | None, platform: str | None, python_version: str | None
-) -> Target:
+def lock_target(lock: Lock, spec: TargetSpec) -> Target:
     """The target a lock was made for, or the one the flags name (a live one is probed)."""
     tgt = lock.tool.target
-    if platform or python_version or (tgt and tgt.platform):
+    if spec.platform or spec.python_version or (tgt and tgt.platform):
         return declared(
-            platform or (tgt.platform if tgt and tgt.platform else ""),
-            python_version or (tgt.python_version if tgt else ""),
+            spec.platform or (tgt.platform if tgt and tgt.platform else ""),
+            spec.python_version or (tgt.python_version if tgt else ""),
         )
-    return probe(python or default_python()).target
+    return probe(spec.python or default_python()).target
 
 
-def why(
-    lock_path: Path,
-    name: str,
-    *,
-    version: Version | None = None,
-    libraries: bool = False,
-    wheelhouse: Path = Path("wheelhouse"),
-    python: Path | None = None,
-    platform: str | None = None,
-    python_version: str | None = None,
-) -> WhyReport:
-    """Why ``name`` is in the lock at ``lock_path``; with ``version``, why that version was
-    not chosen (against the wheelhouse's wheels); with ``libraries``, what it loads."""
-    lock = lockfiles.read(lock_path)
+def explain(lock: Lock, name: str) -> WhyReport:
+    """Why ``name`` is in ``lock``: the chains from the roots, the overrides whose
+    replacement is on it and the drops of requirements on it (``NotInLockError`` where it
+    is none of these)."""
     key = canonicalize_name(name)
     dropped = tuple(
         d
@@ -196,25 +191,43 @@ def why(
         for a in lock.tool.overrides_applied
         if canonicalize_name(Requirement(a.replacement).name) == key
     )
-    not_chosen: list[str] = []
-    if version is not None:
-        target = lock_target(lock, python, platform, python_version)
-        not_chosen = why_not(lock, key, version, list(scan(wheelhouse).wheels), target)
-    rows: list[dict[str, Any]] | None = None
-    if libraries:
-        from wh.app.loadscan import why_libraries  # the natives readers load only for this
-
-        target = lock_target(lock, python, platform, python_version)
-        rows = why_libraries(lock, key, target, live_target=target.python is not None)
     pkg = lock.packages.get(key)
     return WhyReport(
-        lockfile=lock_path,
+        lockfile=lock.path,
         name=key,
         version=pkg.version if pkg else None,
         chains=tuple(tuple(c) for c in found),
         overrides=applied,
         dropped=dropped,
-        asked=version,
-        why_not=tuple(not_chosen),
-        libraries=tuple(rows) if rows is not None else None,
     )
+
+
+def why(
+    manifest: Manifest,
+    name: str,
+    spec: TargetSpec,
+    *,
+    lockfile: Path | None = None,
+    version: Version | None = None,
+    libraries: bool = False,
+    wheelhouse: Path = Path("wheelhouse"),
+) -> WhyReport:
+    """Why ``name`` is in the lock of ``manifest``'s profile (at ``lockfile`` where given,
+    as for ``wh lock``); with ``version``, why that version was not chosen (against the
+    wheelhouse's wheels, for the lock's target or the one ``spec`` names); with
+    ``libraries``, what it loads."""
+    lock = lockfiles.read(lockfile or default_lock_path(manifest.profile.name))
+    report = explain(lock, name)
+    if version is None and not libraries:
+        return report
+    target = lock_target(lock, spec)
+    if version is not None:
+        wheels = list(scan(wheelhouse).wheels)
+        not_chosen = why_not(lock, report.name, version, wheels, target)
+        report = replace(report, asked=version, why_not=tuple(not_chosen))
+    if libraries:
+        from wh.app.loadscan import why_libraries  # the natives readers load only for this
+
+        rows = why_libraries(lock, report.name, target, live_target=target.python is not None)
+        report = replace(report, libraries=rows)
+    return report

@@ -227,6 +227,18 @@ def _manifest(
     return Manifest.of(_profile(kw), prereleases=prereleases, keep_installed=keep_installed)
 
 
+def _named_manifest(name: str | None) -> Manifest:
+    """The manifest of a command that takes PROFILE but not the profile's flags (``why``):
+    the profile found where ``lock`` looks (wh.toml, pyproject.toml, the built-ins), else
+    one of that name with nothing in it, whose lock is lockfiles/pylock.NAME.toml too."""
+    from wh.app.profiles import default_search, find_profile
+    from wh.model.manifest import Manifest
+    from wh.model.profile import Profile
+
+    found = find_profile(name, default_search(Path.cwd())) if name else None
+    return Manifest.of(found or Profile(name=name or "cli"))
+
+
 def _known_profile(kw: dict[str, Any]) -> Profile:
     """The named profile where one is given and defined; else an empty one (a lock made
     from flags, or a bundle's, carries its own protections and checks)."""
@@ -654,8 +666,7 @@ def why(
     """Why NAME is in the lock (the chain of requirements), or why --version was not chosen."""
     from packaging.version import InvalidVersion, Version
 
-    from wh.app.why import why as explain
-    from wh.model.profile import default_lock_path
+    from wh.app.why import why as why_report
 
     if not lockfile and not profile_name:
         raise click.UsageError("name a PROFILE or pass --lockfile")
@@ -668,18 +679,16 @@ def why(
                 f"{version!r} is not a PEP 440 version (e.g. 0.4.1, 2.9.1+cu130)",
                 param_hint="--version",
             ) from None
-    path = lockfile or default_lock_path(str(profile_name))
-    report = explain(
-        path,
+    report = why_report(
+        _named_manifest(profile_name),
         name,
+        _spec(kw),
+        lockfile=lockfile,
         version=asked,
         libraries=libraries,
         wheelhouse=wheelhouse,
-        python=kw["python"],
-        platform=kw["platform"],
-        python_version=kw["python_version"],
     )
-    key = report.name
+    key, path = report.name, report.lockfile
 
     def text() -> None:
         for d in report.dropped:
@@ -707,8 +716,8 @@ def why(
         if report.libraries is not None:
             click.echo(f"native libraries {key} needs ({len(report.libraries)}):")
             for row in report.libraries:
-                where = row["by"] if row["ok"] else f"MISSING: {row['problem']}"
-                click.echo(f"  {row['member']}: {row['library']} <- {where}")
+                where = row.by if row.ok else f"MISSING: {row.problem}"
+                click.echo(f"  {row.member}: {row.library} <- {where}")
 
     _emit(as_json, report.to_json(), text)
 

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from wh.model.loadkinds import Provider
 from wh.model.target import Target
 from wh.proc import spawn as proc
 
@@ -50,35 +51,38 @@ class Platform:
         base = self.manylinux or self.os
         return f"{base} {self.machine}" + (" (live loader searched)" if self.found else "")
 
-    def provides(self, library: str) -> str | None:
-        """Who on the platform provides ``library`` (a phrase), or None."""
+    def provides(self, library: str) -> tuple[Provider, str] | None:
+        """Who on the platform provides ``library`` (which part, and a phrase), or None."""
         f = facts()
         if self.os == "linux":
             if library in f["linux-loader"]:
-                return "the dynamic loader"
+                return Provider.LOADER, "the dynamic loader"
             if library in f["linux-driver"]:
-                return "the GPU driver"
+                return Provider.DRIVER, "the GPU driver"
             if library in self.libraries:
-                return f"the {self.manylinux} platform (policy)"
+                return Provider.POLICY, f"the {self.manylinux} platform (policy)"
             if re.fullmatch(rf"libpython{re.escape(self.python)}\.so(\.\d+)*", library):
-                return f"the Python {self.python} interpreter"
+                return Provider.INTERPRETER, f"the Python {self.python} interpreter"
         elif self.os == "windows":
             low = library.lower()
             if low.startswith(("api-ms-win-", "ext-ms-")):
-                return "Windows (API set)"
+                return Provider.API_SET, "Windows (API set)"
             if low in f["windows-driver"]:
-                return "the GPU driver"
+                return Provider.DRIVER, "the GPU driver"
             if low in ("python3.dll", f"python{self.python.replace('.', '')}.dll"):
-                return f"the Python {self.python} interpreter"
+                return Provider.INTERPRETER, f"the Python {self.python} interpreter"
             if low in f["windows-interpreter"]:
-                return f"the Python {self.python} interpreter (it ships the VC runtime)"
+                return (
+                    Provider.INTERPRETER,
+                    f"the Python {self.python} interpreter (it ships the VC runtime)",
+                )
             if low in f["msvc-runtime"]:
-                return "the MSVC runtime (Visual C++ Redistributable)"
+                return Provider.MSVC_RUNTIME, "the MSVC runtime (Visual C++ Redistributable)"
             if low in _windows_system(self.machine):
-                return "Windows (system DLL)"
+                return Provider.WINDOWS, "Windows (system DLL)"
         where = self.found.get(library.lower() if self.os == "windows" else library)
         if where:
-            return f"the target system ({where})"
+            return Provider.SYSTEM, f"the target system ({where})"
         return None
 
     def too_new(self, version: str) -> bool:

@@ -26,7 +26,7 @@ else:  # pragma: no cover
 from importlib import metadata
 
 from wh.errors import (
-    BackendError,
+    BuildBackendError,
     BuildError,
     BuildOptionError,
     CudaVersionError,
@@ -582,8 +582,8 @@ def _run_backend(project: Path, eff: Effective, tc: Toolchain, work: Path, repor
     try:
         proc.run(args, env=env, cwd=project, what=f"building {eff.recipe.name}")
     except ProcessError as exc:
-        raise BackendError(eff.recipe.name, "failed", output=exc.details) from exc
+        raise BuildBackendError(eff.recipe.name, "failed", output=exc.details) from exc
     wheels = sorted(out.glob("*.whl"))
     if len(wheels) != 1:
-        raise BackendError(eff.recipe.name, "wheel-count", wheels=len(wheels), folder=out)
+        raise BuildBackendError(eff.recipe.name, "wheel-count", wheels=len(wheels), folder=out)
     return wheels[0]

@@ -2,8 +2,9 @@
 
 uv's ``Manifest`` is the model: the roots, the overrides, the drops, the protections, the
 preference for what a target already has, the prerelease policy and the stand-ins, in one
-value that lock, fetch and bundle hand to the resolver. What depends on the target (the
-protections as pins, the installed distributions) is derived from it per target.
+value that lock, fetch and bundle hand to the resolver (and that why is given to explain
+the lock made from it). What depends on the target (the protections as pins, the installed
+distributions) is derived from it per target.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ DEFAULT_PRERELEASES = Prereleases.IF_NECESSARY_OR_EXPLICIT
 T = TypeVar("T")
 
 
-def policy(word: str) -> Prereleases:
-    """The prerelease policy ``word`` names; ValueError naming the choices for any other."""
+def policy(word: Prereleases | str) -> Prereleases:
+    """The prerelease policy ``word`` names (a member is itself); ValueError naming the
+    choices for any other. The one place a word becomes the policy: ``Manifest.of`` calls
+    it, a ``Manifest`` built directly is given the member."""
     if word not in Prereleases.values():
         raise ValueError(f"prereleases must be one of {Prereleases.values()}, not {word!r}")
     return Prereleases(word)
@@ -93,10 +96,6 @@ class Manifest:
     # resolution (name, checks, link mode), and where protections were declared
     profile: Profile = field(default=Profile(name="cli"), compare=False)
 
-    def __post_init__(self) -> None:
-        # a word given where the enum was expected becomes the enum; any other is refused
-        object.__setattr__(self, "prereleases", policy(self.prereleases))
-
     @classmethod
     def of(
         cls,
@@ -112,9 +111,7 @@ class Manifest:
             overrides=profile.overrides,
             drops=profile.drops,
             protections=profile.protections,
-            prereleases=Prereleases(prereleases)
-            if prereleases in Prereleases.values()
-            else prereleases,  # type: ignore[arg-type]
+            prereleases=policy(prereleases),
             keep_installed=keep_installed,
             profile=profile,
         )
