@@ -191,11 +191,12 @@ def _load(kw: dict[str, Any]) -> Any:
 
 
 def _profile(kw: dict[str, Any]) -> Profile:
-    from wh.app.profiles import default_search, load_profile
     from wh.model.profile import Profile
 
     name = kw["profile_name"]
-    if name:
+    if name:  # only a named profile reads files (tomllib): a lock from -r alone does not
+        from wh.app.profiles import default_search, load_profile
+
         base = load_profile(name, [*kw["configs"], *default_search(Path.cwd())])
     elif kw["requirements"] or kw["extra_requirements"]:
         base = Profile(name="cli")
@@ -230,12 +231,14 @@ def _manifest(
 def _known_profile(kw: dict[str, Any]) -> Profile:
     """The named profile where one is given and defined; else an empty one (a lock made
     from flags, or a bundle's, carries its own protections and checks)."""
-    from wh.app.profiles import default_search, find_profile
     from wh.model.profile import Profile
 
     name = kw["profile_name"]
-    found = find_profile(name, [*kw["configs"], *default_search(Path.cwd())]) if name else None
-    return found or Profile(name="cli")
+    if not name:
+        return Profile(name="cli")
+    from wh.app.profiles import default_search, find_profile
+
+    return find_profile(name, [*kw["configs"], *default_search(Path.cwd())]) or Profile(name="cli")
 
 
 def _lock_path(kw: dict[str, Any], profile_name: str) -> Path:
