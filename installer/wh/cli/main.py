@@ -18,7 +18,7 @@ import click
 
 from wh import __version__, progress, settings
 from wh.cli import reporters
-from wh.cli.common import common
+from wh.cli.common import Command, common
 from wh.errors import WhError
 from wh.model.choices import BackendChoice, ChecksMode, LinkMode, Prereleases, UvCacheMode
 
@@ -43,6 +43,8 @@ Exit codes:
 
 class WhGroup(click.Group):
     """Renders every WhError in one place, as text on stderr or JSON on stdout."""
+
+    command_class = Command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
