@@ -105,8 +105,10 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         for i in information[identifier]:
             pinned = pinned or i.requirement.pins_version
             is_root = is_root or i.parent is None
-        base = identifier.split("[")[0]
-        in_causes = any(c.requirement.name == base for c in backtrack_causes)
+        in_causes = False
+        if backtrack_causes:  # none until a conflict: each round asks of every name
+            base = identifier.split("[")[0]
+            in_causes = any(c.requirement.name == base for c in backtrack_causes)
         return (not in_causes, not is_root, not pinned, identifier)
 
     def find_matches(
