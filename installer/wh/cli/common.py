@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import click
@@ -26,10 +26,10 @@ class Command(click.Command):
 
     def make_parser(self, ctx: click.Context) -> Any:
         parser = super().make_parser(ctx)
-        short = getattr(parser, "_short_opt", None)
-        process = getattr(parser, "_process_opts", None)
-        match_short = getattr(parser, "_match_short_opt", None)
-        if ctx.token_normalize_func is not None or None in (short, process, match_short):
+        short: Mapping[str, object] | None = getattr(parser, "_short_opt", None)
+        process: Callable[[str, Any], None] | None = getattr(parser, "_process_opts", None)
+        match_short: Callable[[str, Any], None] | None = getattr(parser, "_match_short_opt", None)
+        if ctx.token_normalize_func is not None or not (short and process and match_short):
             return parser  # normalized names, or a click without these: its parser as is
 
         def process_opts(arg: str, state: Any) -> None:
@@ -38,7 +38,7 @@ class Command(click.Command):
             else:
                 process(arg, state)
 
-        parser._process_opts = process_opts
+        parser._process_opts = process_opts  # type: ignore[method-assign]
         return parser
 
 
