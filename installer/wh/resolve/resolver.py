@@ -87,8 +87,10 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         # Which versions satisfy each requirement (by its text, which fixes its specifier),
         # decided once each: resolvelib re-checks every pin against every requirement each
         # round, and specifier matching would dominate otherwise. The key is the text alone
-        # where no exact version ties the need (most), which spares a tuple on each check.
-        self._verdicts: dict[str | tuple[str, Version], dict[Version, bool]] = {}
+        # where no exact version ties the need (most), which spares a tuple on each check;
+        # a version is found by its id (a Version hashes in Python), and its entry holds it,
+        # so no other object can have that id while the entry stands.
+        self._verdicts: dict[str | tuple[str, Version], dict[int, tuple[bool, Version]]] = {}
 
     def identify(self, requirement_or_candidate: Need | Candidate) -> str:
         return _ident(requirement_or_candidate.name, requirement_or_candidate.extras)
@@ -148,10 +150,10 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         if memo is None:
             memo = self._verdicts[key] = {}
         version = candidate.version
-        ok = memo.get(version)
-        if ok is None:
-            ok = memo[version] = admits(requirement, version)
-        return ok
+        seen = memo.get(id(version))
+        if seen is None:
+            seen = memo[id(version)] = (admits(requirement, version), version)
+        return seen[0]
 
     def get_dependencies(self, candidate: Candidate) -> list[Need]:
         cached = self._deps.get(candidate)
