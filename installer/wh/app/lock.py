@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import NormalizedName
 
@@ -13,7 +14,6 @@ from wh import progress
 from wh.app import loadscan, lockfiles
 from wh.app.breaking import refuse_breaking
 from wh.app.hooks import TargetSpec
-from wh.app.lockreport import LockCheckReport, LockResult
 from wh.app.scan import scan_wheelhouse
 from wh.env.environment import Environment
 from wh.errors import (
@@ -34,10 +34,35 @@ from wh.model.target import Target
 from wh.model.toolwh import BuildRecord
 from wh.resolve.resolver import resolve
 from wh.wheel import buildrecord
-from wh.wheelhouse.scan import Prehash, add_hashes
+from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes
 
 if TYPE_CHECKING:
     from wh.model.resolution import Resolution
+
+
+@dataclass
+class LockResult:
+    """A lock just made: the resolution and wheelhouse it came from, and its bytes."""
+
+    path: Path
+    changed: bool
+    resolution: Resolution
+    wheelhouse: Wheelhouse
+    target: Target
+    data: bytes = field(repr=False)
+    skipped: tuple[tuple[str, str], ...] = ()
+    overwrites: tuple[str, ...] = ()  # files two locked wheels both write (RECORD)
+    load_check: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LockCheckReport:
+    """What ``wh lock --check`` reports when the lock is true (a stale one is refused)."""
+
+    lockfile: Path
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lockfile": str(self.lockfile), "up_to_date": True}
 
 
 def do_lock(

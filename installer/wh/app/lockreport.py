@@ -1,7 +1,8 @@
 """What `wh lock` reports, typed (text and JSON are rendered from it by the CLI).
 
 Kept apart from ``app/lock.py`` so that a remembered lock, replayed from its JSON, loads
-neither the resolver nor the lock writer.
+neither the resolver nor the lock writer; what only a fresh lock or ``--check`` makes
+(``LockResult``, ``LockCheckReport``) is in ``app/lock.py``.
 """
 
 from __future__ import annotations
@@ -16,25 +17,8 @@ from packaging.requirements import Requirement
 from wh.model.overrides import Applied, Dropped
 from wh.model.profile import Override
 
-if TYPE_CHECKING:  # the values a fresh lock reports from; a replayed one has none
-    from wh.model.resolution import Resolution
-    from wh.model.target import Target
-    from wh.wheelhouse.scan import Wheelhouse
-
-
-@dataclass
-class LockResult:
-    """A lock just made: the resolution and wheelhouse it came from, and its bytes."""
-
-    path: Path
-    changed: bool
-    resolution: Resolution
-    wheelhouse: Wheelhouse
-    target: Target
-    data: bytes = field(repr=False)
-    skipped: tuple[tuple[str, str], ...] = ()
-    overwrites: tuple[str, ...] = ()  # files two locked wheels both write (RECORD)
-    load_check: dict[str, Any] = field(default_factory=dict)
+if TYPE_CHECKING:  # the value a fresh lock reports from; a replayed one has none
+    from wh.app.lock import LockResult
 
 
 @dataclass(frozen=True)
@@ -127,13 +111,3 @@ class LockReport:
             overwrites=tuple(data["overwrites"]),
             load_check=dict(data["load_check"]),
         )
-
-
-@dataclass(frozen=True)
-class LockCheckReport:
-    """What ``wh lock --check`` reports when the lock is true (a stale one is refused)."""
-
-    lockfile: Path
-
-    def to_json(self) -> dict[str, Any]:
-        return {"lockfile": str(self.lockfile), "up_to_date": True}

@@ -7,6 +7,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +68,21 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def code_stamp() -> list[Any]:
-    """wh's own code (an edited checkout changes it) and the libraries that decide a lock."""
-    root = Path(wh.__file__).parent
-    files = []
-    for path in sorted([*root.rglob("*.py"), *root.glob("data/*.json")]):
-        st = path.stat()
-        files.append([path.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns])
-    return [wh.__version__, packaging.__version__, resolvelib.__version__, files]
+    """wh's own code (an edited checkout changes it) and the libraries that decide a lock.
+
+    Its files are every ``*.py`` below the package (symlinked folders not entered) and
+    ``data/*.json``, named relative to it with "/": walked with strings, not Paths (a
+    remembered lock reads this on every run)."""
+    root = os.path.dirname(wh.__file__)
+    names: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        rel = os.path.relpath(folder, root).replace(os.sep, "/")
+        prefix = "" if rel == "." else rel + "/"
+        names += [prefix + n for n in (*dirs, *files) if n.endswith(".py")]
+    with suppress(OSError), os.scandir(os.path.join(root, "data")) as it:
+        names += ["data/" + e.name for e in it if e.name.endswith(".json")]
+    out = []
+    for name in sorted(names, key=lambda n: n.split("/")):  # by parts, as Paths sort
+        st = os.stat(os.path.join(root, name))
+        out.append([name, st.st_size, st.st_mtime_ns])
+    return [wh.__version__, packaging.__version__, resolvelib.__version__, out]

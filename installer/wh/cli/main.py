@@ -18,7 +18,7 @@ import click
 
 from wh import __version__, progress, settings
 from wh.cli import reporters
-from wh.cli.common import common
+from wh.cli.common import Command, common
 from wh.errors import TargetOptionsError, VerifyError, WhError
 from wh.model.choices import BackendChoice, ChecksMode, LinkMode, Prereleases, UvCacheMode
 
@@ -43,6 +43,8 @@ Exit codes:
 
 class WhGroup(click.Group):
     """Renders every WhError in one place, as text on stderr or JSON on stdout."""
+
+    command_class = Command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -191,11 +193,12 @@ def _load(kw: dict[str, Any]) -> Any:
 
 
 def _profile(kw: dict[str, Any]) -> Profile:
-    from wh.app.profiles import default_search, load_profile
     from wh.model.profile import Profile
 
     name = kw["profile_name"]
-    if name:
+    if name:  # only a named profile reads files (tomllib): a lock from -r alone does not
+        from wh.app.profiles import default_search, load_profile
+
         base = load_profile(name, [*kw["configs"], *default_search(Path.cwd())])
     elif kw["requirements"] or kw["extra_requirements"]:
         base = Profile(name="cli")
@@ -242,12 +245,14 @@ def _named_manifest(name: str | None) -> Manifest:
 def _known_profile(kw: dict[str, Any]) -> Profile:
     """The named profile where one is given and defined; else an empty one (a lock made
     from flags, or a bundle's, carries its own protections and checks)."""
-    from wh.app.profiles import default_search, find_profile
     from wh.model.profile import Profile
 
     name = kw["profile_name"]
-    found = find_profile(name, [*kw["configs"], *default_search(Path.cwd())]) if name else None
-    return found or Profile(name="cli")
+    if not name:
+        return Profile(name="cli")
+    from wh.app.profiles import default_search, find_profile
+
+    return find_profile(name, [*kw["configs"], *default_search(Path.cwd())]) or Profile(name="cli")
 
 
 def _lock_path(kw: dict[str, Any], profile_name: str) -> Path:

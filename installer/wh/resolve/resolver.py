@@ -86,8 +86,11 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         self._deps: dict[Candidate, list[Need]] = {}
         # Which versions satisfy each requirement (by its text, which fixes its specifier),
         # decided once each: resolvelib re-checks every pin against every requirement each
-        # round, and specifier matching would dominate otherwise.
-        self._verdicts: dict[tuple[str, Version | None], dict[Version, bool]] = {}
+        # round, and specifier matching would dominate otherwise. The key is the text alone
+        # where no exact version ties the need (most), which spares a tuple on each check;
+        # a version is found by its id (a Version hashes in Python), and its entry holds it,
+        # so no other object can have that id while the entry stands.
+        self._verdicts: dict[str | tuple[str, Version], dict[int, tuple[bool, Version]]] = {}
 
     def identify(self, requirement_or_candidate: Need | Candidate) -> str:
         return _ident(requirement_or_candidate.name, requirement_or_candidate.extras)
@@ -104,8 +107,10 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         for i in information[identifier]:
             pinned = pinned or i.requirement.pins_version
             is_root = is_root or i.parent is None
-        base = identifier.split("[")[0]
-        in_causes = any(c.requirement.name == base for c in backtrack_causes)
+        in_causes = False
+        if backtrack_causes:  # none until a conflict: each round asks of every name
+            base = identifier.split("[")[0]
+            in_causes = any(c.requirement.name == base for c in backtrack_causes)
         return (not in_causes, not is_root, not pinned, identifier)
 
     def find_matches(
@@ -125,7 +130,7 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
         ok = [
             c
             for c in self.index.candidates(name)
-            if c.version not in bad and all(self._satisfies(r, c) for r in reqs)
+            if c.version not in bad and all(self.is_satisfied_by(r, c) for r in reqs)
         ]
         ok = order_prereleases(ok, self.prereleases, _version)
         if extras:
@@ -135,19 +140,20 @@ class _Provider(resolvelib.AbstractProvider[Need, Candidate, str]):
             ]
         return ok
 
-    def _satisfies(self, req: Need, cand: Candidate) -> bool:
-        if cand.missing:  # a stand-in satisfies every requirement on its name
-            return True
-        memo = self._verdicts.get((req.text, req.exact))
-        if memo is None:
-            memo = self._verdicts[(req.text, req.exact)] = {}
-        ok = memo.get(cand.version)
-        if ok is None:
-            ok = memo[cand.version] = admits(req, cand.version)
-        return ok
-
     def is_satisfied_by(self, requirement: Need, candidate: Candidate) -> bool:
-        return self._satisfies(requirement, candidate)
+        if candidate.missing:  # a stand-in satisfies every requirement on its name
+            return True
+        key = (
+            requirement.text if requirement.exact is None else (requirement.text, requirement.exact)
+        )
+        memo = self._verdicts.get(key)
+        if memo is None:
+            memo = self._verdicts[key] = {}
+        version = candidate.version
+        seen = memo.get(id(version))
+        if seen is None:
+            seen = memo[id(version)] = (admits(requirement, version), version)
+        return seen[0]
 
     def get_dependencies(self, candidate: Candidate) -> list[Need]:
         cached = self._deps.get(candidate)
