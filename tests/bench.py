@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import statistics
@@ -546,14 +547,20 @@ class Bench:
         rflags += shlex.split(a.lock_flags)
         caches: dict[Tree, list[Path]] = {t: [] for t in self.trees}
 
-        def lock(t: Tree, lockfile: Path, *more: str) -> list[str | Path]:
+        declared_real = a.real_target if label == "real" else ""
+        if declared_real:
+            plat, _, pyver = declared_real.partition(":")
+            where: list[str | Path] = ["--platform", plat, "--python-version", pyver]
+        else:
+            where = ["--python", target]
+
+        def lock(t: Tree, lockfile: Path, *more: str, house: Path = folder) -> list[str | Path]:
             return self.wh(
                 "lock",
                 *rflags,
                 "--wheelhouse",
-                folder,
-                "--python",
-                target,
+                house,
+                *where,
                 "--lockfile",
                 lockfile,
                 *more,
@@ -595,6 +602,37 @@ class Bench:
             wh_cu,
             "target <= 1.2x",
         )
+        if (folder / ".wh-natives").is_dir():  # fetch's records: also the lock that reads
+            # every compiled member itself, on the same wheels without them (hard links)
+            bare = self.work / f"{label}-without-records"
+            shutil.rmtree(bare, ignore_errors=True)
+            bare.mkdir(parents=True)
+            for whl in folder.glob("*.whl"):
+                try:
+                    os.link(whl, bare / whl.name)
+                except OSError:
+                    shutil.copy2(whl, bare / whl.name)
+
+            def wh_cold_bare(t: Tree, i: int) -> Run:
+                cache = self.tmp("whcache")
+                return run(
+                    lock(t, self.work / f"bare.{key[t]}.toml", house=bare),
+                    env=self.wh_env(cache, tree=t),
+                    after=lambda: shutil.rmtree(cache),
+                )
+
+            wh_cb = self.per_tree(
+                section,
+                "wh lock, cold, wheelhouse without fetch's .wh-natives records",
+                a.repeat,
+                wh_cold_bare,
+            )[self.tree]
+            rep.ratio(
+                f"{label}: cold wh lock without records / without the load check",
+                wh_cb,
+                wh_cu,
+                "target <= 1.2x",
+            )
         # a re-lock that resolves again (memo off): the load check from its digest cache
         wh_r = self.per_tree(
             section,
@@ -641,14 +679,15 @@ class Bench:
                 tree=t,
             )
 
-        for t in self.trees:  # its first lock: not a re-lock
-            run(declared(t), env=self.wh_env(warm_cache[t], tree=t))
-        self.per_tree(
-            section,
-            "wh lock, warm, declared target (no interpreter probe)",
-            a.repeat_warm,
-            lambda t, i: run(declared(t), env=self.wh_env(warm_cache[t], tree=t)),
-        )
+        if not declared_real:  # (with --real-target every row is for a declared target)
+            for t in self.trees:  # its first lock: not a re-lock
+                run(declared(t), env=self.wh_env(warm_cache[t], tree=t))
+            self.per_tree(
+                section,
+                "wh lock, warm, declared target (no interpreter probe)",
+                a.repeat_warm,
+                lambda t, i: run(declared(t), env=self.wh_env(warm_cache[t], tree=t)),
+            )
         req_in = self.work / f"{label}.in"
         req_in.write_text("\n".join(roots) + "\n")
         uv_caches: list[Path] = []
@@ -668,8 +707,11 @@ class Bench:
                     "--no-config",
                     "--cache-dir",
                     cache,
-                    "--python",
-                    target,
+                    *(
+                        ["--python-platform", uv_platform(plat), "--python-version", pyver]
+                        if declared_real
+                        else ["--python", target]
+                    ),
                     "-q",
                     "-o",
                     self.work / f"{label}.uv.txt",
@@ -684,6 +726,9 @@ class Bench:
             uv_caches.append(cache)
             return uv_compile(cache)
 
+        if a.skip_uv:
+            rep.ratio(f"{label}: cold wh lock / hash limit", wh_c, limit, "target <= 1.5x")
+            return {t: (lockfiles[t], warm_cache[t]) for t in self.trees}
         uv_c = rep.add(
             section,
             "uv pip compile --generate-hashes, cold (own empty cache)",
@@ -1031,6 +1076,13 @@ class Bench:
 INSTALL_ROWS = ("wh", "uv", "uv-tuned", "uv-batches", "uv-levels", "uv-private")
 
 
+def uv_platform(tag: str) -> str:
+    """uv's --python-platform word for a wheel platform tag (manylinux_2_28_x86_64 ->
+    x86_64-manylinux_2_28); other tags are passed as they are."""
+    m = re.fullmatch(r"(manylinux_\d+_\d+)_(\w+)", tag)
+    return f"{m.group(2)}-{m.group(1)}" if m else tag
+
+
 def lock_levels(lockfile: Path) -> list[list[Path]]:
     """The lock's wheels grouped by dependency level, in wh's install order."""
     data = tomllib.loads(lockfile.read_text())
@@ -1078,6 +1130,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real", type=Path, help="a folder of real wheels")
     ap.add_argument("--real-roots", default="transformers,fastapi")
     ap.add_argument(
+        "--real-target",
+        default="",
+        metavar="PLATFORM:PYTHON",
+        help="lock the --real wheelhouse for a declared target (e.g. "
+        "manylinux_2_28_x86_64:3.12) instead of a venv of this Python; no install rows",
+    )
+    ap.add_argument(
         "--allow-overwrite",
         default="",
         help="comma-separated packages wh may let overwrite another's files (the sglang stack "
@@ -1090,6 +1149,7 @@ def main(argv: list[str] | None = None) -> int:
         "the image'\" (the sglang stack needs libnuma.so.1, outside the manylinux policy)",
     )
     ap.add_argument("--skip-synth", action="store_true")
+    ap.add_argument("--skip-uv", action="store_true", help="no uv pip compile rows")
     ap.add_argument("--skip-pip", action="store_true")
     ap.add_argument(
         "--install-states",
@@ -1177,7 +1237,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.real and only & {"lock", "install"}:
             roots = [r for r in a.real_roots.split(",") if r]
             locks = bench.lock_section("real", a.real.resolve(), roots)
-            if "install" in only:
+            if "install" in only and not a.real_target:
                 bench.install_section("real", locks)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
