@@ -25,7 +25,7 @@ from wh.app.verify import Finding, FindingKind
 from wh.cache.stamps import write_json
 from wh.env.platformlibs import Platform, for_target, live
 from wh.errors import LockError
-from wh.model.loadkinds import Origin
+from wh.model.loadkinds import BinaryFormat, Origin
 from wh.model.loadoptions import LoadOptions
 from wh.model.toolwh import AllowedMissing, BuildRecord, LoadCheck
 from wh.settings import cache_dir
@@ -172,9 +172,8 @@ def read_many(wheels: Sequence[tuple[Path, str]]) -> dict[Path, nat.Natives]:
         try:
             pending.append((path, sha256, nat.wheel_members(path)))
         except (OSError, zipfile.BadZipFile) as exc:
-            out[path] = nat.Natives(
-                (), (nat.Binary(path.name, "?", problem=f"not a readable zip ({exc})"),)
-            )
+            why = f"not a readable zip ({exc})"
+            out[path] = nat.Natives((), (nat.Binary(path.name, BinaryFormat.UNKNOWN, problem=why),))
     tasks = [(i, j) for i, (_p, _s, ms) in enumerate(pending) for j in range(len(ms))]
     tasks.sort(key=lambda t: -pending[t[0]][2][t[1]].size)
 

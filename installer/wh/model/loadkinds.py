@@ -12,6 +12,15 @@ from __future__ import annotations
 from wh.model.choices import StrEnum
 
 
+class BinaryFormat(StrEnum):
+    """The kind of a compiled member: an ELF shared object, a PE DLL/extension, or not
+    known (a member that could not be opened far enough to tell)."""
+
+    ELF = "elf"
+    PE = "pe"
+    UNKNOWN = "?"
+
+
 class ProblemKind(StrEnum):
     """Why part of a lock cannot load (a load problem's ``kind`` in JSON)."""
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, cast
 
+from wh.model.loadkinds import BinaryFormat
 from wh.wheel import deflatetail
 from wh.wheel.wheelfile import _fast_index  # one read of the central directory
 
@@ -69,7 +70,7 @@ class Binary:
     """What one compiled member needs; ``problem`` says why it could not be read."""
 
     member: str  # path inside the wheel (or the installed file's path)
-    format: str  # "elf" or "pe"
+    format: BinaryFormat
     machine: str = ""
     needed: tuple[str, ...] = ()
     delay_needed: tuple[str, ...] = ()  # PE delay-load imports: loaded on first call
@@ -95,7 +96,7 @@ class Binary:
     def from_json(cls, data: dict[str, Any]) -> Binary:
         return cls(
             member=str(data["member"]),
-            format=str(data["format"]),
+            format=BinaryFormat(str(data["format"])),
             machine=str(data.get("machine", "")),
             needed=tuple(data.get("needed", ())),
             delay_needed=tuple(data.get("delay-needed", ())),
@@ -351,7 +352,7 @@ class _Stream:
 
 
 def _read_refusing(
-    kind: str,
+    kind: BinaryFormat,
     read: Callable[[str, int, _Stream], Binary],
     member: str,
     size: int,
@@ -375,7 +376,7 @@ def _read_refusing(
 
 def read_elf(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Binary:
     """The needs of one ELF member (see the module docstring); never raises for its bytes."""
-    return _read_refusing("elf", _read_elf, member, size, open_member)
+    return _read_refusing(BinaryFormat.ELF, _read_elf, member, size, open_member)
 
 
 def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
@@ -408,7 +409,7 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     segments = [elf.get_segment(i) for i in range(phnum)]
     dyn = [i for i, s in enumerate(segments) if s["p_type"] == "PT_DYNAMIC"]
     if not dyn:  # a static executable or object: it needs nothing from the loader
-        return Binary(member, "elf", machine)
+        return Binary(member, BinaryFormat.ELF, machine)
     d_off, d_size = segments[dyn[0]]["p_offset"], segments[dyn[0]]["p_filesz"]
     if d_size > MAX_DYNAMIC or d_off + d_size > size:
         raise _Unreadable(f"dynamic segment of {d_size} bytes at {d_off} is out of bounds")
@@ -473,7 +474,7 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     versions = [(strings.get(lib), strings.get(o)) for lib, names in verneed for o in names]
     return Binary(
         member,
-        "elf",
+        BinaryFormat.ELF,
         machine,
         tuple(needed),
         (),
@@ -579,7 +580,7 @@ _PE_MACHINES = {0x8664: "amd64", 0x14C: "i386", 0xAA64: "arm64"}
 
 def read_pe(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Binary:
     """The imports and delay-load imports of one PE member; never raises for its bytes."""
-    return _read_refusing("pe", _read_pe, member, size, open_member)
+    return _read_refusing(BinaryFormat.PE, _read_pe, member, size, open_member)
 
 
 def _read_pe(member: str, size: int, stream: _Stream) -> Binary:
@@ -630,7 +631,7 @@ def _read_pe(member: str, size: int, stream: _Stream) -> Binary:
         raise _Unreadable(f"{len(imports) + len(delay)} imported DLLs (limit {MAX_NEEDED})")
     if any(not n for n in (*imports, *delay)):
         raise _Unreadable("an import names no DLL (its name lies outside the file)")
-    return Binary(member, "pe", machine, tuple(imports), tuple(delay))
+    return Binary(member, BinaryFormat.PE, machine, tuple(imports), tuple(delay))
 
 
 def _dll(raw: bytes | None) -> str:
@@ -642,13 +643,15 @@ def read_member(member: str, size: int, open_member: Callable[[], IO[bytes]]) ->
     file of another kind (a linker script named ``libc.so``, a text file)."""
     if size > MAX_MEMBER:
         return Binary(
-            member, "?", problem=f"declares {size} bytes uncompressed (limit {MAX_MEMBER})"
+            member,
+            BinaryFormat.UNKNOWN,
+            problem=f"declares {size} bytes uncompressed (limit {MAX_MEMBER})",
         )
     try:
         with open_member() as f:
             magic = f.read(4)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        return Binary(member, "?", problem=f"truncated or damaged ({exc})")
+        return Binary(member, BinaryFormat.UNKNOWN, problem=f"truncated or damaged ({exc})")
     if magic == b"\x7fELF":
         return read_elf(member, size, open_member)
     if magic[:2] == b"MZ":
