@@ -76,8 +76,10 @@ def code_stamp() -> list[Any]:
     root = os.path.dirname(wh.__file__)
     names: list[str] = []
     for folder, dirs, files in os.walk(root):
-        rel = os.path.relpath(folder, root).replace(os.sep, "/")
-        prefix = "" if rel == "." else rel + "/"
+        # os.walk's folders start with ``root``: the rest is the relative name (relpath
+        # would also fail where ``root`` and the working folder are on two Windows drives)
+        rel = folder[len(root) :].lstrip(os.sep).replace(os.sep, "/")
+        prefix = rel + "/" if rel else ""
         names += [prefix + n for n in (*dirs, *files) if n.endswith(".py")]
     with suppress(OSError), os.scandir(os.path.join(root, "data")) as it:
         names += ["data/" + e.name for e in it if e.name.endswith(".json")]
