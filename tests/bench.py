@@ -92,6 +92,9 @@ class Tree:
     def env(self, base: dict[str, str]) -> dict[str, str]:
         env = dict(base)
         env.pop("PYTHONPATH", None)
+        # wh runs as an install runs it, from bytecode (pip compiles it when it installs
+        # wh); a shell that sets PYTHONDONTWRITEBYTECODE would time the compiler instead
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         if self.path is not None:
             env["PYTHONPATH"] = str(self.path)
         return env
