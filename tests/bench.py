@@ -506,7 +506,9 @@ class Bench:
         speed drifts), one row each; with a baseline, a line of the before/after table."""
         runs: dict[Tree, list[Run]] = {t: [] for t in self.trees}
         for i in range(n):
-            for t in self.trees:
+            # the order flips each round: a run that follows another pays for the files the
+            # other left to write back (an install writes GBs), so neither tree always does
+            for t in self.trees if i % 2 == 0 else self.trees[::-1]:
                 runs[t].append(fn(t, i))
         rows = {t: self.report.add(section, self.tagged(what, t), r, note) for t, r in runs.items()}
         if len(self.trees) == 2:
@@ -987,8 +989,9 @@ class Bench:
             "uv-private": "bare uv with wh's setting through a throwaway cache in the venv, "
             "--link-mode=hardlink, the cache removed after (what wh's private uv cache does)",
         }
-        for _ in range(n):
-            for who, cache in caches.items():
+        for i in range(n):
+            order = list(caches.items())
+            for who, cache in order if i % 2 == 0 else order[::-1]:  # see per_tree
                 if state == "cold" and who in trees:
                     fresh_wh_cache(who)
                 runs[who].append(install(who, cache))
