@@ -127,3 +127,17 @@ def test_candidate_filters_keep_every_true_block_start() -> None:
         assert shift in dt.dynamic_candidates(window)
     stored = _raw(random.Random(1).randbytes(100 << 10))
     assert 1 in dt.stored_candidates(stored)  # LEN/NLEN follow the header byte
+
+
+def test_a_stream_whose_candidates_never_check_out_is_given_up_on_soon(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Candidates that pass the first trial but never end at the member's end (a hostile
+    stream can plant many) are inflated towards the end at most ``MAX_TRIES`` times."""
+    data = _binaryish(2 << 20, seed=4)
+    packed = _raw(data)
+    calls: list[int] = []
+    monkeypatch.setattr(dt, "_length_to_end", lambda *a: calls.append(1))  # never checks out
+    with pytest.raises(dt.TailUnavailable):
+        dt.find_start(_reader(packed), len(packed), len(data), len(data) // 4)
+    assert len(calls) == dt.MAX_TRIES  # many blocks lie ahead; only so many are tried

@@ -21,9 +21,11 @@ it. Two facts make the result exact, not a guess:
 Candidates are found with bit-parallel tests over a window of compressed bytes (a Python
 int holds one bit per stream position): the block type, the code counts, and that the code
 lengths of the code-length code form a complete prefix code, as zlib requires. Stored
-blocks are found by their length and its complement. Everything here is bounded (the
-search by ``MAX_SEARCH``, each read by its caller) and raises only ``zlib.error``-free
-``TailUnavailable``/``WindowDependent``.
+blocks are found by their length and its complement. Everything here is bounded: the
+search by ``MAX_SEARCH`` bytes and ``MAX_TRIES`` candidates inflated to the end, each of
+those by the member's size, each read by its caller. Finding a start raises only
+``TailUnavailable``; reading from one raises ``WindowDependent`` (and the inflater's own
+error for a stream damaged past the start, as inflating from the start would).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ _MARK_B = bytes(b ^ 0xFF for b in _MARK_A)  # differs from _MARK_A at every posi
 SEARCH = 16 << 10  # compressed bytes tested for block starts at a time
 MAX_SEARCH = 2 << 20  # compressed bytes searched before giving up on a tail start
 TRIAL = 4096  # compressed bytes a candidate is first tried on
+MAX_TRIES = 8  # candidates inflated to the end before giving up (a hostile stream's bound)
 TRIAL_OUT = 1024  # bytes a candidate must inflate without error to be tried to the end
 CHUNK = 256 << 10  # compressed bytes read (and shifted) at a time
 HEADER_BITS = 17 + 3 * 19  # a dynamic block's header up to its last code-length code
@@ -252,6 +255,7 @@ def find_start(
 
 def _search(read_at: ReadAt, packed: int, size: int, at: int, make: Callable[[], object]) -> Start:
     searched = 0
+    tries = 0  # candidates inflated towards the end: each may cost up to ``size`` bytes
     while searched < MAX_SEARCH and at + searched < packed:
         base = at + searched
         window = read_at(base, min(SEARCH + HEADER_BITS, packed - base))
@@ -260,6 +264,9 @@ def _search(read_at: ReadAt, packed: int, size: int, at: int, make: Callable[[],
         for bit, prefix in sorted(cands):
             if not _trial(window, bit, prefix):
                 continue
+            tries += 1
+            if tries > MAX_TRIES:
+                raise TailUnavailable(f"{MAX_TRIES} candidate block starts did not check out")
             total = _length_to_end(read_at, packed, size, base * 8 + bit, prefix, make)
             if total is not None:
                 return Start(base * 8 + bit, prefix, size - total)
