@@ -164,14 +164,16 @@ def _feed(read_at: ReadAt, packed: int, bit: int, prefix: bytes) -> Iterator[byt
         yield out
 
 
-def _inflater(mark: bytes) -> zlib._Decompress:
-    return zlib.decompressobj(-15, zdict=mark)
+def _inflater(lib: Any, mark: bytes) -> Any:
+    """A raw inflater of ``lib`` (zlib, or ISA-L's isal_zlib: the same API) whose window
+    starts as ``mark``."""
+    return lib.decompressobj(-15, zdict=mark)
 
 
 def _trial(window: bytes, bit: int, prefix: bytes) -> bool:
     byte, shift = divmod(bit, 8)
     data = prefix + _shifted(window[byte : byte + TRIAL + 1], shift)[:TRIAL]
-    d = _inflater(_MARK_A)
+    d = _inflater(zlib, _MARK_A)
     try:
         out = d.decompress(data, TRIAL_OUT)
     except zlib.error:
@@ -180,41 +182,37 @@ def _trial(window: bytes, bit: int, prefix: bytes) -> bool:
 
 
 def _length_to_end(
-    read_at: ReadAt, packed: int, size: int, bit: int, prefix: bytes, make: Callable[[], object]
+    read_at: ReadAt, packed: int, size: int, bit: int, prefix: bytes, lib: Any
 ) -> int | None:
     """How many bytes inflate from ``bit`` to the stream's end, or None where the stream
     does not end exactly at the member's last compressed byte, or would inflate to more
     than the member's ``size`` (not a block start: a false one can inflate to 258 bytes a
     bit)."""
-    d = make()
+    d = _inflater(lib, _MARK_A)
     n = 0
     try:
         left = 0  # compressed bytes after the stream's end
         for chunk in _feed(read_at, packed, bit, prefix):
-            if d.eof:  # type: ignore[attr-defined]
+            if d.eof:
                 left += len(chunk)
                 continue
-            while chunk and not d.eof:  # type: ignore[attr-defined]
-                out = d.decompress(chunk, CHUNK)  # type: ignore[attr-defined]
+            while chunk and not d.eof:
+                out = d.decompress(chunk, CHUNK)
                 n += len(out)
                 if n > size:
                     return None
-                chunk = d.unconsumed_tail  # type: ignore[attr-defined]
+                chunk = d.unconsumed_tail
             left += len(chunk)
-        while not d.eof:  # type: ignore[attr-defined]
-            out = d.decompress(b"", CHUNK)  # type: ignore[attr-defined]
+        while not d.eof:
+            out = d.decompress(b"", CHUNK)
             if not out:
                 break
             n += len(out)
             if n > size:
                 return None
-    except zlib.error:
+    except lib.error:
         return None
-    except Exception as exc:  # ISA-L raises its own error type for bad streams
-        if type(exc).__name__ in ("IsalError", "error"):
-            return None
-        raise
-    if not d.eof or left + len(d.unused_data) > 1:  # type: ignore[attr-defined]
+    if not d.eof or left + len(d.unused_data) > 1:
         return None  # the stream ended before the member's data did, or never
     return n
 
@@ -225,21 +223,20 @@ def find_start(
     size: int,
     target: int,
     *,
-    fast: Callable[[bytes], object] | None = None,
+    lib: Any = zlib,
     floor: int = 0,
 ) -> Start:
     """A checked block start at or before uncompressed offset ``target`` (and after
     ``floor``, the furthest offset the caller has already inflated to), found by searching
-    back from where the compressed data's average ratio puts ``target``. ``fast`` makes the
-    inflater that counts the tail's length (ISA-L where installed; it takes a zdict)."""
+    back from where the compressed data's average ratio puts ``target``. ``lib`` inflates
+    the tail to count its length (zlib, or ISA-L's isal_zlib where installed)."""
     if size <= 0 or packed <= 0:
         raise TailUnavailable("empty member")
-    make = (lambda: fast(_MARK_A)) if fast is not None else (lambda: _inflater(_MARK_A))
     guess = int(packed * (target / size))
     margin = max(SEARCH, packed // 64)
     for _ in range(3):
         at = max(0, guess - margin)
-        start = _search(read_at, packed, size, at, make)
+        start = _search(read_at, packed, size, at, lib)
         if start.offset <= target:
             if start.offset < floor:
                 raise TailUnavailable("the block start found lies before what was inflated")
@@ -253,7 +250,7 @@ def find_start(
     raise TailUnavailable(f"no block start found before offset {target}")
 
 
-def _search(read_at: ReadAt, packed: int, size: int, at: int, make: Callable[[], object]) -> Start:
+def _search(read_at: ReadAt, packed: int, size: int, at: int, lib: Any) -> Start:
     searched = 0
     tries = 0  # candidates inflated towards the end: each may cost up to ``size`` bytes
     while searched < MAX_SEARCH and at + searched < packed:
@@ -267,7 +264,7 @@ def _search(read_at: ReadAt, packed: int, size: int, at: int, make: Callable[[],
             tries += 1
             if tries > MAX_TRIES:
                 raise TailUnavailable(f"{MAX_TRIES} candidate block starts did not check out")
-            total = _length_to_end(read_at, packed, size, base * 8 + bit, prefix, make)
+            total = _length_to_end(read_at, packed, size, base * 8 + bit, prefix, lib)
             if total is not None:
                 return Start(base * 8 + bit, prefix, size - total)
         searched += SEARCH
@@ -285,14 +282,13 @@ class TailReader(io.RawIOBase):
         packed: int,
         start: Start,
         *,
-        fast: Callable[[bytes], Any] | None = None,
+        lib: Any = zlib,
         on_close: Callable[[], None] | None = None,
     ) -> None:
         self.start = start.offset
         self._feed = _feed(read_at, packed, start.bit, start.prefix)
-        make = fast or _inflater
-        self._a = make(_MARK_A)
-        self._b = make(_MARK_B)
+        self._a = _inflater(lib, _MARK_A)
+        self._b = _inflater(lib, _MARK_B)
         self._tail = b""
         self._done = False
         self._on_close = on_close

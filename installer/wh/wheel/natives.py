@@ -732,10 +732,9 @@ class _Inflater(io.RawIOBase):
             f.seek(base + offset)
             return f.read(n)
 
-        fast = cast(Callable[[bytes], Any], _fast_inflater)
         try:
             start = deflatetail.find_start(
-                read_at, self._packed, size, target, fast=fast, floor=floor
+                read_at, self._packed, size, target, lib=_inflate_lib, floor=floor
             )
         except deflatetail.TailUnavailable:
             f.close()
@@ -743,15 +742,13 @@ class _Inflater(io.RawIOBase):
         except BaseException:
             f.close()
             raise
-        return deflatetail.TailReader(read_at, self._packed, start, fast=fast, on_close=f.close)
+        return deflatetail.TailReader(
+            read_at, self._packed, start, lib=_inflate_lib, on_close=f.close
+        )
 
     def close(self) -> None:
         self._f.close()
         super().close()
-
-
-def _fast_inflater(mark: bytes) -> Any:
-    return _inflate_lib.decompressobj(-15, zdict=mark)
 
 
 @dataclass(frozen=True)
