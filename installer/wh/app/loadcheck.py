@@ -52,6 +52,14 @@ class Unit:
         return f"{self.name} {self.version}"
 
 
+def _need_json(package: str, member: str, library: str, by: str, delay: bool) -> dict[str, Any]:
+    """One need and who meets it, as JSON (a met need and a ``why --libraries`` row)."""
+    out: dict[str, Any] = {"package": package, "member": member, "library": library, "by": by}
+    if delay:
+        out["delay-load"] = True
+    return out
+
+
 @dataclass(frozen=True)
 class Met:
     """One need of one member, and who meets it."""
@@ -64,15 +72,7 @@ class Met:
     delay: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "package": self.package,
-            "member": self.member,
-            "library": self.library,
-            "by": self.by,
-        }
-        if self.delay:
-            out["delay-load"] = True
-        return out
+        return _need_json(self.package, self.member, self.library, self.by, self.delay)
 
 
 @dataclass(frozen=True)
@@ -126,14 +126,7 @@ class LibraryNeed:
         return not self.problem
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "package": self.package,
-            "member": self.member,
-            "library": self.library,
-            "by": self.by,
-        }
-        if self.delay:
-            out["delay-load"] = True
+        out = _need_json(self.package, self.member, self.library, self.by, self.delay)
         out["ok"] = self.ok
         if self.problem:
             out["problem"] = self.problem
