@@ -38,7 +38,8 @@ from typing import Any
 
 WINDOW = 32 << 10  # deflate's back-reference window
 _MARK_A = bytes(range(256)) * (WINDOW // 256)
-_MARK_B = bytes(b ^ 0xFF for b in _MARK_A)  # differs from _MARK_A at every position
+# each byte's complement (differs from _MARK_A at every position), by one C-level translate
+_MARK_B = _MARK_A.translate(bytes(range(255, -1, -1)))
 SEARCH = 16 << 10  # compressed bytes tested for block starts at a time
 MAX_SEARCH = 2 << 20  # compressed bytes searched before giving up on a tail start
 TRIAL = 4096  # compressed bytes a candidate is first tried on
