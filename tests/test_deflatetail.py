@@ -141,3 +141,66 @@ def test_a_stream_whose_candidates_never_check_out_is_given_up_on_soon(
     with pytest.raises(dt.TailUnavailable):
         dt.find_start(_reader(packed), len(packed), len(data), len(data) // 4)
     assert len(calls) == dt.MAX_TRIES  # many blocks lie ahead; only so many are tried
+
+
+@pytest.mark.parametrize("lib", ["zlib", "isal"])
+def test_a_lead_in_ends_a_block_on_every_bit_pattern_of_every_shift(lib: str) -> None:
+    """``lead_in(junk, shift)`` followed by a byte whose low ``shift`` bits are ``junk``
+    leaves the inflater at bit ``shift`` of that byte, between blocks, having output
+    nothing: a final empty fixed block placed there ends the stream, and nothing else."""
+    mod = zlib if lib == "zlib" else pytest.importorskip("isal.isal_zlib")
+    for shift in range(1, 8):
+        for junk in range(1 << shift):
+            after = junk | (0b011 << shift)  # BFINAL 1, BTYPE 1, then a 7-bit end code
+            d = mod.decompressobj(-15, zdict=dt._MARK_A)
+            tail = after.to_bytes((shift + 10 + 7) // 8, "little")
+            out = d.decompress(dt.lead_in(junk, shift) + tail)
+            assert (out, d.eof, d.unused_data) == (b"", True, b""), (shift, junk)
+    with pytest.raises(ValueError):
+        dt.lead_in(0, 0)
+
+
+def test_a_stored_block_after_a_start_inside_a_byte_is_read_on_the_streams_byte_grid() -> None:
+    """A stored block (incompressible bytes) after a block that starts mid-byte starts at
+    a byte boundary of the real stream: the tail from a found start reads through it."""
+    rnd = random.Random(3)
+    data = _binaryish(1 << 20, seed=6) + rnd.randbytes(300 << 10) + _binaryish(200 << 10, seed=7)
+    packed = _raw(data)
+    target = 900 << 10
+    found: list[dt.Start] = []
+    start = dt.find_start(_reader(packed), len(packed), len(data), target, found=found)
+    assert start.bit % 8 and start.prefix  # this stream's blocks start inside bytes
+    a, b = _tail(packed, len(data), start)
+    _assert_known_bytes_match(a, b, data[start.offset :])
+    stored = slice((1 << 20) - start.offset, (1 << 20) + (300 << 10) - start.offset)
+    assert a[stored] == b[stored] == data[1 << 20 : (1 << 20) + (300 << 10)]
+    assert start in found
+
+
+def _assert_known_bytes_match(a: bytes, b: bytes, want: bytes) -> None:
+    """Both inflations have the tail's length, and every byte they agree on is right."""
+    assert len(a) == len(b) == len(want)
+    agree = bytes(x if x == y else 0 for x, y in zip(a, b, strict=True))
+    assert agree == bytes(w if x == y else 0 for x, y, w in zip(a, b, want, strict=True))
+
+
+def test_a_start_far_before_the_target_is_replaced_by_one_near_it() -> None:
+    """Where the member's average ratio puts the search far before the target (its start
+    compresses much better than its tail), the start returned still lies within ``NEAR``
+    of it, and ``earlier`` hands back the checked starts without a search."""
+    rnd = random.Random(8)
+    sparse = b"".join(rnd.randbytes(8) + b"\x00" * 400 for _ in range(50_000))  # ~20 MB
+    data = rnd.randbytes(3 << 20) + sparse
+    packed = _raw(data)
+    target = len(data) - (300 << 10)
+    found: list[dt.Start] = []
+    start = dt.find_start(_reader(packed), len(packed), len(data), target, found=found)
+    assert 0 <= target - start.offset <= dt.NEAR
+    a, b = _tail(packed, len(data), start)
+    _assert_known_bytes_match(a, b, data[start.offset :])
+    assert len(found) >= 2 and min(s.offset for s in found) < start.offset
+    assert dt.earlier(found, target) == start
+    assert dt.earlier(found, start.offset - 1) == max(
+        (s for s in found if s.offset < start.offset), key=lambda s: s.offset
+    )
+    assert dt.earlier(found, target, floor=target) is None

@@ -18,6 +18,14 @@ it. Two facts make the result exact, not a guess:
   that agree are returned as read; any other byte in a range the caller keeps makes the
   reader raise ``WindowDependent``, and the caller inflates from the start instead.
 
+A block that starts inside a byte is inflated behind a ``lead_in``: a few bytes of
+deflate data that end a block exactly where the real bits begin, so the stream is read on
+its own byte grid (a stored block further on starts at a real byte boundary). A start
+found far before the target (the member's average ratio misplaced the search) is followed
+by one near it, guessed from how the bytes after the first start compress; the starts
+checked on the way are kept by the caller, so a read that turns out to depend on the
+window goes back to one of them without a new search.
+
 Candidates are found with bit-parallel tests over a window of compressed bytes (a Python
 int holds one bit per stream position): the block type, the code counts, and that the code
 lengths of the code-length code form a complete prefix code, as zlib requires. Stored
@@ -30,6 +38,7 @@ error for a stream damaged past the start, as inflating from the start would).
 
 from __future__ import annotations
 
+import functools
 import io
 import zlib
 from collections.abc import Callable, Iterator
@@ -45,7 +54,8 @@ MAX_SEARCH = 2 << 20  # compressed bytes searched before giving up on a tail sta
 TRIAL = 4096  # compressed bytes a candidate is first tried on
 MAX_TRIES = 8  # candidates inflated to the end before giving up (a hostile stream's bound)
 TRIAL_OUT = 1024  # bytes a candidate must inflate without error to be tried to the end
-CHUNK = 256 << 10  # compressed bytes read (and shifted) at a time
+CHUNK = 256 << 10  # compressed bytes read at a time
+NEAR = 1 << 20  # a found start this far before the target is not worth a closer one
 HEADER_BITS = 17 + 3 * 19  # a dynamic block's header up to its last code-length code
 
 ReadAt = Callable[[int, int], bytes]  # (offset in the member's compressed data, size)
@@ -131,18 +141,93 @@ def stored_candidates(window: bytes) -> list[int]:
     return out
 
 
-def _shifted(data: bytes, bit: int) -> bytes:
-    """``data`` read from bit ``bit`` of its first byte on (deflate's bit order), as bytes;
-    the last byte is padded with zero bits."""
-    if bit == 0:
-        return data
-    return (int.from_bytes(data, "little") >> bit).to_bytes(len(data), "little")
+_CL_ORDER = (16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15)
+
+
+def _canonical(lengths: list[int]) -> dict[int, tuple[int, int]]:
+    """Each coded symbol's (code, length) in the canonical Huffman code of ``lengths``."""
+    out = {}
+    code = 0
+    for n in range(1, 16):
+        for sym, length in enumerate(lengths):
+            if length == n:
+                out[sym] = (code, n)
+                code += 1
+        code <<= 1
+    return out
+
+
+@functools.cache
+def lead_in(junk: int, shift: int) -> bytes:
+    """Whole bytes of deflate data that make an inflater read the next byte's first
+    ``shift`` bits (whose value is ``junk``, low bit first) as the end of a block, so that
+    a block starting at bit ``shift`` of a byte is inflated on the stream's own byte grid.
+
+    Shifting the compressed bits instead would put the grid in the wrong place, and a
+    stored block later in the stream (which starts at a byte boundary) would be misread.
+    The lead-in is empty fixed blocks that pad it to whole bytes, then a dynamic block
+    that outputs nothing and whose end-of-block code is exactly the ``junk`` bits: its
+    other codes fill the rest of a complete prefix code (zlib and ISA-L refuse incomplete
+    ones), and it has a single unused distance code."""
+    if not 0 < shift < 8 or not 0 <= junk < (1 << shift):
+        raise ValueError(f"a lead-in is for 1 to 7 bits, not {shift} bits of value {junk}")
+    eob = 0  # the end-of-block code that reads as the junk bits (first bit read = top bit)
+    for i in range(shift):
+        eob = (eob << 1) | ((junk >> i) & 1)
+    lit = [0] * 257
+    for sym in range(eob):  # literals before the end-of-block code, at its length
+        lit[sym] = shift
+    lit[256] = shift
+    rest = (1 << shift) - 1 - eob  # code space after it, filled by longer literal codes
+    for sym in range(eob, eob + 2 * rest):
+        lit[sym] = shift + 1
+    lengths = [*lit, 0]  # and one distance code, of length 0
+    used = sorted(set(lengths))  # the code-length code: a complete code over what is used
+    cl = [0] * 19
+    for i, sym in enumerate(used):
+        cl[sym] = min(i + 1, len(used) - 1)
+    cl_code = _canonical(cl)
+    last = max(i for i, sym in enumerate(_CL_ORDER) if cl[sym])
+    body = sum(cl_code[length][1] for length in lengths)
+    for ncl in range(max(last + 1, 4), 20):  # each code-length entry more adds 3 bits
+        for fixed in range(4):  # each empty fixed block adds 10 bits
+            if (10 * fixed + 17 + 3 * ncl + body) % 8:
+                continue
+            value = nbits = 0
+
+            def put(v: int, k: int) -> None:
+                nonlocal value, nbits
+                value |= v << nbits
+                nbits += k
+
+            for _ in range(fixed):
+                put(0b010, 3)  # BFINAL 0, BTYPE 1 (fixed)
+                put(0, 7)  # its end-of-block code
+            put(0b100, 3)  # BFINAL 0, BTYPE 2 (dynamic)
+            put(0, 5)  # HLIT: 257 literal/length codes
+            put(0, 5)  # HDIST: 1 distance code
+            put(ncl - 4, 4)
+            for sym in _CL_ORDER[:ncl]:
+                put(cl[sym], 3)
+            for length in lengths:
+                code, k = cl_code[length]
+                for i in range(k - 1, -1, -1):  # a Huffman code goes top bit first
+                    put((code >> i) & 1, 1)
+            return value.to_bytes(nbits // 8, "little")
+    raise AssertionError("unreachable: 3-bit steps reach every residue mod 8")
+
+
+def _lead(window: bytes, bit: int) -> bytes:
+    """What to put in front of the bytes from ``bit // 8`` on for a block at ``bit``."""
+    shift = bit % 8
+    return lead_in(window[bit // 8] & ((1 << shift) - 1), shift) if shift else b""
 
 
 @dataclass(frozen=True)
 class Start:
-    """A checked block start: where its bits begin in the compressed data, the byte put in
-    front of them (a stored block's header, which lies in bits not read), and the
+    """A checked block start: where its bits begin in the compressed data, the bytes put in
+    front of the bytes from ``bit // 8`` on (a stored block's header, which lies in bits
+    not read, or the ``lead_in`` of a block that starts inside a byte), and the
     uncompressed offset of its first byte."""
 
     bit: int
@@ -151,18 +236,17 @@ class Start:
 
 
 def _feed(read_at: ReadAt, packed: int, bit: int, prefix: bytes) -> Iterator[bytes]:
-    """The compressed bytes from bit ``bit`` on, shifted to start at a byte, in chunks."""
-    pos, shift = divmod(bit, 8)
+    """``prefix``, then the compressed bytes from byte ``bit // 8`` on, in chunks."""
+    pos = bit // 8
     if prefix:
         yield prefix
     while pos < packed:
         n = min(CHUNK, packed - pos)
-        data = read_at(pos, n + 1 if pos + n < packed else n)
+        data = read_at(pos, n)
         if len(data) < n:
             raise TailUnavailable("member data cut short")
-        out = _shifted(data, shift)[:n]
         pos += n
-        yield out
+        yield data
 
 
 def _inflater(lib: Any, mark: bytes) -> Any:
@@ -172,8 +256,8 @@ def _inflater(lib: Any, mark: bytes) -> Any:
 
 
 def _trial(window: bytes, bit: int, prefix: bytes) -> bool:
-    byte, shift = divmod(bit, 8)
-    data = prefix + _shifted(window[byte : byte + TRIAL + 1], shift)[:TRIAL]
+    byte = bit // 8
+    data = prefix + window[byte : byte + TRIAL]
     d = _inflater(zlib, _MARK_A)
     try:
         out = d.decompress(data, TRIAL_OUT)
@@ -226,11 +310,14 @@ def find_start(
     *,
     lib: Any = zlib,
     floor: int = 0,
+    found: list[Start] | None = None,
 ) -> Start:
     """A checked block start at or before uncompressed offset ``target`` (and after
     ``floor``, the furthest offset the caller has already inflated to), found by searching
     back from where the compressed data's average ratio puts ``target``. ``lib`` inflates
-    the tail to count its length (zlib, or ISA-L's isal_zlib where installed)."""
+    the tail to count its length (zlib, or ISA-L's isal_zlib where installed). Every
+    start checked on the way is appended to ``found``, for a caller that later wants one
+    further back (see ``earlier``)."""
     if size <= 0 or packed <= 0:
         raise TailUnavailable("empty member")
     guess = int(packed * (target / size))
@@ -238,10 +325,12 @@ def find_start(
     for _ in range(3):
         at = max(0, guess - margin)
         start = _search(read_at, packed, size, at, lib)
+        if found is not None:
+            found.append(start)
         if start.offset <= target:
             if start.offset < floor:
                 raise TailUnavailable("the block start found lies before what was inflated")
-            return start
+            return _nearer(read_at, packed, size, target, start, lib, found)
         # the block starts past the target: the tail compresses better than the average
         over = start.offset - target
         guess = at - int(packed * (over / size)) * 2
@@ -251,13 +340,54 @@ def find_start(
     raise TailUnavailable(f"no block start found before offset {target}")
 
 
+def _nearer(
+    read_at: ReadAt,
+    packed: int,
+    size: int,
+    target: int,
+    start: Start,
+    lib: Any,
+    found: list[Start] | None,
+) -> Start:
+    """A checked start between ``start`` and ``target`` where ``start`` lies more than
+    ``NEAR`` bytes before it: the bytes from ``start`` on say how well the rest of the
+    member compresses, which puts the next guess closer than the member's average did.
+    Checking a start costs inflating from it to the end, which is shorter than inflating
+    the gap twice (once per marker window) would be; ``start`` where none is found."""
+    for _ in range(2):
+        gap = target - start.offset
+        pos = start.bit // 8
+        if gap <= NEAR or size <= start.offset:
+            break
+        at = pos + int(gap * (packed - pos) / (size - start.offset)) - SEARCH
+        if at <= pos + SEARCH:
+            break
+        try:
+            nearer = _search(read_at, packed, size, at, lib)
+        except TailUnavailable:
+            break
+        if not start.offset < nearer.offset <= target:
+            break
+        start = nearer
+        if found is not None:
+            found.append(start)
+    return start
+
+
+def earlier(found: list[Start], target: int, floor: int = 0) -> Start | None:
+    """The latest of the checked starts ``found`` at or before ``target`` (and at or after
+    ``floor``): a start that costs no search."""
+    fit = [s for s in found if floor <= s.offset <= target]
+    return max(fit, key=lambda s: s.offset) if fit else None
+
+
 def _search(read_at: ReadAt, packed: int, size: int, at: int, lib: Any) -> Start:
     searched = 0
     tries = 0  # candidates inflated towards the end: each may cost up to ``size`` bytes
     while searched < MAX_SEARCH and at + searched < packed:
         base = at + searched
         window = read_at(base, min(SEARCH + HEADER_BITS, packed - base))
-        cands = [(b, b"") for b in dynamic_candidates(window) if b < SEARCH * 8]
+        cands = [(b, _lead(window, b)) for b in dynamic_candidates(window) if b < SEARCH * 8]
         cands += [(8 * i, b"\x00") for i in stored_candidates(window) if i < SEARCH]
         for bit, prefix in sorted(cands):
             if not _trial(window, bit, prefix):

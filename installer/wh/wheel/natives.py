@@ -293,16 +293,16 @@ class _Stream:
         behind = offset - (best.pos if best is not None else 0)
         if behind > TAIL_GAP and self._tails and self._size - offset < behind:
             floor = best.pos if best is not None else 0
-            tail = self._tail(max(floor, offset - back), floor)
+            tail = self._tail(max(floor, offset - back), floor, back > 0)
             if tail is not None:
                 return tail
         if best is not None:
             return best
         return self._add(_Cursor(self._open()))
 
-    def _tail(self, offset: int, floor: int) -> _Cursor | None:
+    def _tail(self, offset: int, floor: int, retry: bool) -> _Cursor | None:
         make = getattr(self._cursors[0].f, "tail_reader", None) if self._cursors else None
-        reader = make(offset, floor, self._size) if make is not None else None
+        reader = make(offset, floor, self._size, retry=retry) if make is not None else None
         if reader is None:
             self._tails = False
             return None
@@ -695,6 +695,7 @@ class _Inflater(io.RawIOBase):
         self._left = packed
         self._z = _inflate_lib.decompressobj(-15) if method == 8 else None
         self._tail = b""
+        self._starts: list[deflatetail.Start] = []  # block starts checked so far
 
     def readable(self) -> bool:
         return True
@@ -719,10 +720,14 @@ class _Inflater(io.RawIOBase):
             out += piece
         return bytes(out)
 
-    def tail_reader(self, target: int, floor: int, size: int) -> deflatetail.TailReader | None:
+    def tail_reader(
+        self, target: int, floor: int, size: int, *, retry: bool = False
+    ) -> deflatetail.TailReader | None:
         """A reader from a checked deflate block start at or before ``target`` (past
         ``floor``), on its own file handle; None where the member is not deflated or no
-        block start checks out."""
+        block start checks out. A start checked before is reused, without a search,
+        where it lies within ``deflatetail.NEAR`` of ``target``, or on a ``retry`` (the
+        caller wants one further back than the last)."""
         if self._method != 8:
             return None
         f = self._path.open("rb")
@@ -732,10 +737,18 @@ class _Inflater(io.RawIOBase):
             f.seek(base + offset)
             return f.read(n)
 
+        start = deflatetail.earlier(self._starts, target, floor)
         try:
-            start = deflatetail.find_start(
-                read_at, self._packed, size, target, lib=_inflate_lib, floor=floor
-            )
+            if start is None or not (retry or target - start.offset <= deflatetail.NEAR):
+                start = deflatetail.find_start(
+                    read_at,
+                    self._packed,
+                    size,
+                    target,
+                    lib=_inflate_lib,
+                    floor=floor,
+                    found=self._starts,
+                )
         except deflatetail.TailUnavailable:
             f.close()
             return None
