@@ -868,3 +868,118 @@ def test_the_platform_says_which_of_its_parts_provides_a_library() -> None:
     assert not any(
         p.on_platform for p in (Provider.SAME_WHEEL, Provider.OTHER_WHEEL, Provider.INSTALLED)
     )
+
+
+# -- the hand-written ELF reader, against pyelftools ------------------------------------
+
+
+def _pyelftools_needs(data: bytes) -> tuple[str, tuple[str, ...], tuple[str, ...], str, set[Any]]:
+    """What pyelftools reads from a whole file: the oracle for ``read_member``."""
+    import io
+
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.gnuversions import GNUVerNeedSection
+
+    f = ELFFile(io.BytesIO(data))
+    dyn = next(s for s in f.iter_sections() if isinstance(s, DynamicSection))
+    tags = list(dyn.iter_tags())
+    needed = tuple(t.needed for t in tags if t.entry.d_tag == "DT_NEEDED")
+    runpath = tuple(p for t in tags if t.entry.d_tag == "DT_RUNPATH" for p in t.runpath.split(":"))
+    soname = next((t.soname for t in tags if t.entry.d_tag == "DT_SONAME"), "")
+    versions = {
+        (vn.name, aux.name)
+        for s in f.iter_sections()
+        if isinstance(s, GNUVerNeedSection)
+        for vn, auxes in s.iter_versions()
+        for aux in auxes
+    }
+    return str(f["e_machine"]).removeprefix("EM_").lower(), needed, runpath, soname, versions
+
+
+@needs_gcc
+@pytest.mark.parametrize("bits", [64, 32])
+def test_the_elf_reader_agrees_with_pyelftools_on_real_libraries(tmp_path: Path, bits: int) -> None:
+    """The struct-based reader gives what pyelftools gives for gcc's output, 64-bit with
+    glibc symbol versions and 32-bit (built without libc, which may not be installed)."""
+    flags = ["-nostdlib", "-m32"] if bits == 32 else []
+    try:
+        _gcc(tmp_path / "libg.so", "int g(void) { return 2; }\n", *flags, "-Wl,-soname,libg.so.1")
+        data = _gcc(
+            tmp_path / "f.so",
+            "#include <sys/random.h>\nint g(void);\n"
+            "int f(void) { char b[4]; return g() + (int)getrandom(b, 4, 0); }\n"
+            if bits == 64
+            else "int g(void);\nint f(void) { return g(); }\n",
+            *flags,
+            "-L",
+            str(tmp_path),
+            "-l:libg.so",
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN/lib:$ORIGIN/../x",
+            "-Wl,-soname,libf.so.3",
+        )
+    except subprocess.CalledProcessError as exc:  # gcc without 32-bit support
+        pytest.skip(f"gcc could not build a {bits}-bit library: {exc.stderr}")
+    b = read_member("f.so", len(data), lambda: __import__("io").BytesIO(data))
+    assert b is not None and not b.problem, b
+    machine, needed, runpath, soname, versions = _pyelftools_needs(data)
+    assert (b.machine, b.needed, b.runpath, b.soname) == (machine, needed, runpath, soname)
+    assert set(b.versions) == versions
+    assert "libg.so.1" in b.needed and b.soname == "libf.so.3"
+    if bits == 64:
+        assert ("libc.so.6", "GLIBC_2.25") in b.versions
+
+
+@needs_gcc
+def test_the_elf_reader_reads_a_big_endian_file_and_refuses_a_damaged_one(tmp_path: Path) -> None:
+    """A big-endian library (a 32-bit gcc file with every field the reader uses swapped)
+    reads the same as its little-endian self; cut program headers and a dynamic table
+    past the file are refusals that name the cause, not exceptions."""
+    import struct
+
+    try:
+        _gcc(tmp_path / "libg.so", "int g(void) { return 2; }\n", "-nostdlib", "-m32")
+        data = _gcc(
+            tmp_path / "f.so",
+            "int g(void);\nint f(void) { return g(); }\n",
+            "-nostdlib",
+            "-m32",
+            "-L",
+            str(tmp_path),
+            "-l:libg.so",
+            "-Wl,-soname,libf.so.3,--hash-style=gnu",
+        )
+    except subprocess.CalledProcessError as exc:
+        pytest.skip(f"gcc could not build a 32-bit library: {exc.stderr}")
+    little = read_member("f.so", len(data), lambda: __import__("io").BytesIO(data))
+    big = bytearray(data)
+    big[5] = 2  # EI_DATA: big-endian
+
+    def swap(fmt: str, at: int) -> tuple[int, ...]:
+        values = struct.unpack_from("<" + fmt, data, at)
+        struct.pack_into(">" + fmt, big, at, *values)
+        return values
+
+    swap("HHI", 16)  # e_type, e_machine, e_version
+    (phoff,) = swap("I", 0x1C)
+    phsize, phnum = swap("HH", 0x2A)
+    for i in range(phnum):
+        p = swap("IIIIIIII", phoff + i * phsize)
+        if p[0] == 2:  # PT_DYNAMIC: its tags and values
+            for j in range(p[4] // 8):
+                swap("iI", p[1] + j * 8)
+    b = read_member("f.so", len(big), lambda: __import__("io").BytesIO(bytes(big)))
+    assert b is not None and little is not None and not little.problem
+    assert b == little and b.needed == ("libg.so",)
+
+    cut = data[: phoff + phnum * phsize - 8]
+    bad = read_member("f.so", len(cut), lambda: __import__("io").BytesIO(cut))
+    assert bad is not None and f"program headers at byte {phoff}" in bad.problem
+    far = bytearray(data)
+    for i in range(phnum):
+        if struct.unpack_from("<I", data, phoff + i * phsize)[0] == 2:
+            struct.pack_into("<I", far, phoff + i * phsize + 4, len(data) + 4096)
+    bad = read_member("f.so", len(far), lambda: __import__("io").BytesIO(bytes(far)))
+    assert (
+        bad is not None and "dynamic segment of" in bad.problem and "out of bounds" in bad.problem
+    )

@@ -1,7 +1,8 @@
 """What the compiled members of a wheel need from the loader, read from the zip's bytes.
 
 ELF (``.so``): ``DT_NEEDED``, ``DT_RPATH``/``DT_RUNPATH``, ``DT_SONAME`` and the symbol
-versions of ``DT_VERNEED`` (GLIBC_2.x, GLIBCXX_3.4.x), through pyelftools. PE (``.pyd``,
+versions of ``DT_VERNEED`` (GLIBC_2.x, GLIBCXX_3.4.x), from the fixed-size records that
+hold them (``struct``; pyelftools names the machines). PE (``.pyd``,
 ``.dll``): the import table and the delay-load import table, through pefile.
 
 Nothing is unpacked to disk and no member is held whole in memory: a member is inflated as
@@ -18,6 +19,7 @@ set, never an exception out of this module or a large allocation.
 from __future__ import annotations
 
 import bisect
+import functools
 import io
 import mmap
 import re
@@ -141,30 +143,18 @@ class _Sparse(io.RawIOBase):
     """A read-only stream of a member's declared size that holds only kept ranges.
 
     A read that starts at bytes not kept raises ``_Missing`` (one that runs past the kept
-    bytes is short, as a stream's may be); nothing is guessed. A patched
-    ELF header (``head``) shadows the first bytes of the kept data.
+    bytes is short, as a stream's may be); nothing is guessed.
     """
 
-    def __init__(self, size: int, ranges: dict[int, Bytes], head: bytes = b"") -> None:
+    def __init__(self, size: int, ranges: dict[int, Bytes]) -> None:
         self._size = size
         self._ranges: dict[int, Bytes | memoryview] = dict(ranges)
-        if head:
-            first = ranges.get(0, b"")
-            self._ranges[0] = head
-            if len(first) > len(head):
-                self._ranges[len(head)] = memoryview(first)[len(head) :]
         self._starts = sorted(self._ranges)
-        self._head = len(head)
         self._pos = 0
 
     def add(self, ranges: dict[int, Bytes]) -> None:
-        """More kept ranges (the patched header still shadows the first bytes)."""
-        for o, data in ranges.items():
-            if o < self._head:
-                if o + len(data) <= self._head:
-                    continue
-                data, o = memoryview(data)[self._head - o :], self._head  # type: ignore[assignment]
-            self._ranges[o] = data
+        """More kept ranges."""
+        self._ranges.update(ranges)
         self._starts = sorted(self._ranges)
 
     def readable(self) -> bool:
@@ -367,7 +357,7 @@ def _read_refusing(
         return Binary(member, kind, problem=str(exc))
     except (_Missing, zipfile.BadZipFile, OSError, EOFError) as exc:
         return Binary(member, kind, problem=f"truncated or damaged ({exc})")
-    except Exception as exc:  # pyelftools and pefile raise many kinds on hostile input
+    except Exception as exc:  # pefile raises many kinds on hostile input
         why = f"not a readable {kind.upper()} file ({type(exc).__name__}: {exc})"
         return Binary(member, kind, problem=why)
     finally:
@@ -379,96 +369,165 @@ def read_elf(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Bi
     return _read_refusing(BinaryFormat.ELF, _read_elf, member, size, open_member)
 
 
-def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
-    from elftools.common.utils import struct_parse
+@dataclass(frozen=True)
+class _Layout:
+    """An ELF file's class and byte order: the struct formats of its fixed-size records."""
 
+    bits64: bool
+    order: str  # "<" or ">"
+
+    def unpack(self, fmt32: str, fmt64: str, data: Bytes, at: int = 0) -> tuple[int, ...]:
+        fmt = self.order + (fmt64 if self.bits64 else fmt32)
+        if at < 0 or at + struct.calcsize(fmt) > len(data):
+            raise _Missing(at, struct.calcsize(fmt))
+        return struct.unpack_from(fmt, data, at)
+
+
+_PHDR = ("IIIIIIII", "IIQQQQQQ")  # p_type and the rest; 32- and 64-bit field orders
+_DYN = ("iI", "qQ")  # d_tag (signed), d_val
+_VERNEED = "HHIII"  # vn_version, vn_cnt, vn_file, vn_aux, vn_next (both classes)
+_VERNAUX = "IHHII"  # vna_hash, vna_flags, vna_other, vna_name, vna_next
+PT_LOAD, PT_DYNAMIC = 1, 2
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ = 0, 1, 5, 10
+DT_SONAME, DT_RPATH, DT_RUNPATH = 14, 15, 29
+DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFE, 0x6FFFFFFF
+
+
+@functools.cache
+def _machine_names() -> dict[int, str]:
+    """``e_machine`` values to the names pyelftools gives them (``EM_X86_64``: x86_64)."""
+    from elftools.elf.enums import ENUM_E_MACHINE
+
+    names = ENUM_E_MACHINE.items()
+    return {v: k.removeprefix("EM_").lower() for k, v in names if isinstance(v, int)}
+
+
+def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
+    """The needs of an ELF member, read from the fixed-size records that hold them (the
+    ELF and program headers, the dynamic entries, the version-need records) with
+    ``struct``: every offset is checked against what was kept and every count against
+    ``LIMITS``. pyelftools parsed each field through Python objects, which cost more than
+    inflating a small library; it still names the machines."""
     prefix = min(size, PREFIX)
     kept = stream.keep([(0, min(size, HEAD))])
     first = kept.get(0, b"")
     if len(first) < 64 or first[:4] != b"\x7fELF":
         raise _Unreadable("not an ELF file (no ELF magic)")
-    head = _hidden_sections(first[:64])
+    if first[4] not in (1, 2) or first[5] not in (1, 2):
+        raise _Unreadable(f"not a readable ELF file (class {first[4]}, byte order {first[5]})")
+    lay = _Layout(first[4] == 2, "<" if first[5] == 1 else ">")
+    sparse = _Sparse(size, kept)
 
-    sparse = _Sparse(size, kept, head)
-    elf = _elf(sparse)  # one parser per member: building pyelftools' structs costs ~1 ms
-
-    def more(ranges: list[tuple[int, int]]) -> Any:
-        """Keep the ranges not kept yet; the ELF file, now over everything kept."""
+    def more(ranges: list[tuple[int, int]]) -> None:
+        """Keep the ranges not kept yet."""
         missing = [(o, n) for o, n in ranges if not _covered(kept, o, n)]
         if missing:
             new = stream.keep(missing)
             kept.update(new)
             sparse.add(new)
-        return elf
 
-    machine = str(elf["e_machine"]).removeprefix("EM_").lower()
-    phoff, phnum, phsize = elf["e_phoff"], elf["e_phnum"], elf["e_phentsize"]
-    if phoff + phnum * phsize > prefix:
+    def read(offset: int, n: int) -> bytes:
+        sparse.seek(offset)
+        data = sparse.read(n)
+        if len(data) < n:
+            raise _Missing(offset + len(data), n - len(data))
+        return data
+
+    machine_no = lay.unpack("H", "H", first, 18)[0]
+    machine = _machine_names().get(machine_no, str(machine_no))
+    if lay.bits64:
+        phoff, phsize, phnum = lay.unpack("", "Q14xHH", first, 0x20)
+    else:
+        phoff, phsize, phnum = lay.unpack("I10xHH", "", first, 0x1C)
+    entry = 56 if lay.bits64 else 32
+    if phoff + phnum * phsize > prefix or (phnum and phsize < entry):
         raise _Unreadable(f"program headers at byte {phoff} lie past the first {PREFIX} bytes")
-    elf = more([(phoff, phnum * phsize)])
-    segments = [elf.get_segment(i) for i in range(phnum)]
-    dyn = [i for i, s in enumerate(segments) if s["p_type"] == "PT_DYNAMIC"]
-    if not dyn:  # a static executable or object: it needs nothing from the loader
+    more([(phoff, phnum * phsize)])
+    table = read(phoff, phnum * phsize)
+    loads: list[tuple[int, int, int]] = []  # (p_vaddr, p_filesz, p_offset) of PT_LOAD
+    dynamic: tuple[int, int] | None = None
+    for i in range(phnum):
+        f = lay.unpack(*_PHDR, table, i * phsize)
+        p_type = f[0]
+        if lay.bits64:
+            off, vaddr, filesz = f[2], f[3], f[5]
+        else:
+            off, vaddr, filesz = f[1], f[2], f[4]
+        if p_type == PT_LOAD:
+            loads.append((vaddr, filesz, off))
+        elif p_type == PT_DYNAMIC and dynamic is None:
+            dynamic = (off, filesz)
+    if dynamic is None:  # a static executable or object: it needs nothing from the loader
         return Binary(member, BinaryFormat.ELF, machine)
-    d_off, d_size = segments[dyn[0]]["p_offset"], segments[dyn[0]]["p_filesz"]
+    d_off, d_size = dynamic
     if d_size > MAX_DYNAMIC or d_off + d_size > size:
         raise _Unreadable(f"dynamic segment of {d_size} bytes at {d_off} is out of bounds")
-    elf = more([(d_off, d_size)])
-    seg = _dynamic(elf, dyn[0])
-    tagsize = elf.structs.Elf_Dyn.sizeof()
-    raw = [t for _, t in zip(range(d_size // tagsize), seg._iter_tags(), strict=False)]
-    addrs = {t["d_tag"]: t["d_val"] for t in raw}
-    strtab_addr, strsz = addrs.get("DT_STRTAB"), addrs.get("DT_STRSZ", 0)
+    more([(d_off, d_size)])
+    dyn = read(d_off, d_size)
+    tagsize = 16 if lay.bits64 else 8
+    raw: list[tuple[int, int]] = []
+    for i in range(d_size // tagsize):
+        tag, val = lay.unpack(*_DYN, dyn, i * tagsize)
+        raw.append((tag, val))
+        if tag == DT_NULL:
+            break
+    addrs = dict(raw)
+
+    def offset(addr: int) -> int:
+        for vaddr, filesz, off in loads:
+            if vaddr <= addr < vaddr + filesz:
+                return addr - vaddr + off
+        raise _Unreadable(f"address {addr:#x} lies in no loaded segment")
+
+    strtab_addr, strsz = addrs.get(DT_STRTAB), addrs.get(DT_STRSZ, 0)
     if strtab_addr is None:
         raise _Unreadable("dynamic segment has no DT_STRTAB")
     if strsz > MAX_STRTAB:
         raise _Unreadable(f"dynamic string table of {strsz} bytes (limit {MAX_STRTAB})")
-    str_off = _offset(elf, strtab_addr)
-    vn_addr = addrs.get("DT_VERNEED")
-    vn_off = _offset(elf, vn_addr) if vn_addr is not None else None
+    str_off = offset(strtab_addr)
+    vn_addr = addrs.get(DT_VERNEED)
+    vn_off = offset(vn_addr) if vn_addr is not None else None
     want = []
     if strsz <= STRTAB_WHOLE:  # a small table: kept whole, on the pass of the versions
         want.append((str_off, strsz))
     if vn_off is not None:  # DT_VERNEED has no size: a window its records fit in
         want.append((vn_off, min(size - vn_off, VERNEED_WINDOW)))
-    elf = more(want)
+    more(want)
     # the version needs: (offset of the library's name, offsets of its version names)
     verneed: list[tuple[int, list[int]]] = []
     if vn_off is not None:
-        s = elf.stream
         off = vn_off
-        for _ in range(min(addrs.get("DT_VERNEEDNUM", 0), MAX_VERNEED)):
-            vn = struct_parse(elf.structs.Elf_Verneed, s, off)
+        for _ in range(min(addrs.get(DT_VERNEEDNUM, 0), MAX_VERNEED)):
+            _v, cnt, vn_file, vn_aux, vn_next = lay.unpack(_VERNEED, _VERNEED, read(off, 16))
             names: list[int] = []
-            verneed.append((vn["vn_file"], names))
-            aux = off + vn["vn_aux"]
-            for _ in range(min(vn["vn_cnt"], MAX_VERNEED)):
-                va = struct_parse(elf.structs.Elf_Vernaux, s, aux)
-                names.append(va["vna_name"])
-                if not va["vna_next"]:
+            verneed.append((vn_file, names))
+            aux = off + vn_aux
+            for _ in range(min(cnt, MAX_VERNEED)):
+                *_h, vna_name, vna_next = lay.unpack(_VERNAUX, _VERNAUX, read(aux, 16))
+                names.append(vna_name)
+                if not vna_next:
                     break
-                aux += va["vna_next"]
-            if not vn["vn_next"]:
+                aux += vna_next
+            if not vn_next:
                 break
-            off += vn["vn_next"]
+            off += vn_next
     strings = _Strings(str_off, strsz, kept, more)
-    wanted = [t["d_val"] for t in raw if t["d_tag"] in _STRING_TAGS]
+    wanted = [v for t, v in raw if t in _STRING_TAGS]
     wanted += [o for lib, names in verneed for o in (lib, *names)]
     strings.prefetch(wanted)
     needed: list[str] = []
     rpath: list[str] = []
     runpath: list[str] = []
     soname = ""
-    for t in raw:
-        kind = t["d_tag"]
-        if kind == "DT_NEEDED":
-            needed.append(strings.get(t["d_val"]))
-        elif kind == "DT_RPATH":
-            rpath.extend(p for p in strings.get(t["d_val"]).split(":") if p)
-        elif kind == "DT_RUNPATH":
-            runpath.extend(p for p in strings.get(t["d_val"]).split(":") if p)
-        elif kind == "DT_SONAME":
-            soname = strings.get(t["d_val"])
+    for kind, val in raw:
+        if kind == DT_NEEDED:
+            needed.append(strings.get(val))
+        elif kind == DT_RPATH:
+            rpath.extend(p for p in strings.get(val).split(":") if p)
+        elif kind == DT_RUNPATH:
+            runpath.extend(p for p in strings.get(val).split(":") if p)
+        elif kind == DT_SONAME:
+            soname = strings.get(val)
     if len(needed) > MAX_NEEDED:
         raise _Unreadable(f"{len(needed)} DT_NEEDED entries (limit {MAX_NEEDED})")
     versions = [(strings.get(lib), strings.get(o)) for lib, names in verneed for o in names]
@@ -485,7 +544,7 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     )
 
 
-_STRING_TAGS = ("DT_NEEDED", "DT_RPATH", "DT_RUNPATH", "DT_SONAME")
+_STRING_TAGS = (DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME)
 
 
 def _covered(kept: dict[int, Bytes], offset: int, size: int) -> bool:
@@ -533,46 +592,6 @@ class _Strings:
                     f"the string at offset {at} runs past the end of the dynamic string table"
                 )
             width *= 16
-
-
-def _elf(stream: _Sparse) -> Any:
-    from elftools.elf.elffile import ELFFile
-
-    return ELFFile(cast(IO[bytes], stream))
-
-
-def _dynamic(elf: Any, index: int) -> Any:
-    """The dynamic segment. Its raw tags and string table are read through pyelftools'
-    ``_iter_tags``/``_get_stringtable``: the public ``iter_tags`` resolves every string
-    at once, before wh knows the string table's range is kept."""
-    from elftools.elf.dynamic import DynamicSegment
-
-    seg = elf.get_segment(index)
-    if not isinstance(seg, DynamicSegment):
-        raise _Unreadable("the PT_DYNAMIC program header is not a dynamic segment")
-    return seg
-
-
-def _hidden_sections(header: Bytes) -> bytes:
-    """The ELF header with its section table fields zeroed: pyelftools then finds the
-    dynamic string table through the dynamic segment (kept) rather than through the
-    section headers at the end of the file (not kept)."""
-    first = bytearray(header)
-    fmt = "<" if first[5] == 1 else ">"
-    if first[4] == 2:  # ELFCLASS64
-        struct.pack_into(fmt + "Q", first, 0x28, 0)  # e_shoff
-        struct.pack_into(fmt + "HHH", first, 0x3A, 0, 0, 0)  # e_shentsize, e_shnum, e_shstrndx
-    else:
-        struct.pack_into(fmt + "I", first, 0x20, 0)
-        struct.pack_into(fmt + "HHH", first, 0x2E, 0, 0, 0)
-    return bytes(first)
-
-
-def _offset(elf: Any, addr: int) -> int:
-    offsets = list(elf.address_offsets(addr))
-    if not offsets:
-        raise _Unreadable(f"address {addr:#x} lies in no loaded segment")
-    return int(offsets[0])
 
 
 _PE_MACHINES = {0x8664: "amd64", 0x14C: "i386", 0xAA64: "arm64"}
