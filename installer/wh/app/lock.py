@@ -146,7 +146,8 @@ def do_lock(
     records = build_records(resolution)
     # refuse a lock that cannot load (every problem at once), before anything is written
     load = load or LoadOptions()
-    progress.status("checking that every compiled member finds its libraries")
+    if load.skip is None:
+        progress.status("checking that every compiled member finds its libraries")
     report = loadscan.lock_check(resolution, target, env, wh.wheels, digests, records, load)
     data = lockmod.render(
         resolution,
