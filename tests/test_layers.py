@@ -117,9 +117,7 @@ FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
         "the HTTP stack loads only when a command reaches an index (fetch, a lock with URL "
         "wheels); lock, install and verify from a wheelhouse never load it"
     ),
-    ("wh.wheel.natives", "from elftools.common.utils import struct_parse"): _ELF,
-    ("wh.wheel.natives", "from elftools.elf.elffile import ELFFile"): _ELF,
-    ("wh.wheel.natives", "from elftools.elf.dynamic import DynamicSegment"): _ELF,
+    ("wh.wheel.natives", "from elftools.elf.enums import ENUM_E_MACHINE"): _ELF,
     ("wh.wheel.natives", "import pefile"): (
         "the PE reader loads only when a Windows binary is read (a Windows target's load check)"
     ),
