@@ -976,6 +976,10 @@ def test_the_elf_reader_reads_a_big_endian_file_and_refuses_a_damaged_one(tmp_pa
     cut = data[: phoff + phnum * phsize - 8]
     bad = read_member("f.so", len(cut), lambda: __import__("io").BytesIO(cut))
     assert bad is not None and f"program headers at byte {phoff}" in bad.problem
+    short = bytearray(data)
+    struct.pack_into("<H", short, 0x2A, 8)  # e_phentsize smaller than an entry
+    bad = read_member("f.so", len(short), lambda: __import__("io").BytesIO(bytes(short)))
+    assert bad is not None and "program header entries of 8 bytes" in bad.problem
     far = bytearray(data)
     for i in range(phnum):
         if struct.unpack_from("<I", data, phoff + i * phsize)[0] == 2:

@@ -440,7 +440,9 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     else:
         phoff, phsize, phnum = lay.unpack("I10xHH", "", first, 0x1C)
     entry = 56 if lay.bits64 else 32
-    if phoff + phnum * phsize > prefix or (phnum and phsize < entry):
+    if phnum and phsize < entry:
+        raise _Unreadable(f"program header entries of {phsize} bytes (an entry is {entry})")
+    if phoff + phnum * phsize > prefix:
         raise _Unreadable(f"program headers at byte {phoff} lie past the first {PREFIX} bytes")
     more([(phoff, phnum * phsize)])
     table = read(phoff, phnum * phsize)
