@@ -204,3 +204,105 @@ def test_a_start_far_before_the_target_is_replaced_by_one_near_it() -> None:
         (s for s in found if s.offset < start.offset), key=lambda s: s.offset
     )
     assert dt.earlier(found, target, floor=target) is None
+
+
+def test_after_a_window_of_agreement_one_inflation_reads_the_rest_exactly() -> None:
+    """Once the last 32 KiB of both inflations agree no later byte can depend on the
+    unread window: the second inflation stops, and what follows is the original."""
+    data = _binaryish(3 << 20, seed=21)
+    packed = _raw(data)
+    start = dt.find_start(_reader(packed), len(packed), len(data), len(data) // 2)
+    r = dt.TailReader(_reader(packed), len(packed), start)
+    a = bytearray()
+    while not r.single:
+        x, _y = r.read_pair(1 << 16)
+        assert x, "the inflations never agreed on a whole window"
+        a += x
+    assert r.agree_from is not None and r.agree_from <= len(a) - dt.WINDOW
+    assert bytes(a[r.agree_from :]) == data[start.offset + r.agree_from : start.offset + len(a)]
+    rest = bytearray()
+    while chunk := r.read(1 << 16):
+        rest += chunk
+    assert bytes(rest) == data[start.offset + len(a) :]
+    assert r.pos == len(data)
+
+
+class _Token:
+    """A landmark: a unique 32-byte token, trusted where both inflations agree on it."""
+
+    def __init__(self, token: bytes) -> None:
+        self.token = token
+
+    @property
+    def behind(self) -> int:
+        return 0
+
+    def scan(self, a: bytearray, b: bytearray, lo: int) -> tuple[int | None, int]:
+        i = a.find(self.token, lo)
+        if i >= 0 and a[i : i + 32] == b[i : i + 32]:
+            return i, i
+        return None, max(lo, len(a) - 31)
+
+
+def _with_token(n: int, at: int, seed: int) -> tuple[bytes, bytes]:
+    token = random.Random(seed + 1000).randbytes(32)
+    data = _binaryish(n, seed)
+    return data[:at] + token + data[at + 32 :], token
+
+
+def _spy(packed: bytes, reads: list[int]) -> dt.ReadAt:
+    def read_at(offset: int, n: int) -> bytes:
+        reads.append(offset + n)
+        return packed[offset : offset + n]
+
+    return read_at
+
+
+@pytest.mark.parametrize("level", [1, 6, 9])
+def test_locate_reads_a_range_it_recognises_without_inflating_to_the_end(level: int) -> None:
+    """The dynamic segment of a big library lies before megabytes of data: ``locate``
+    learns where its block starts from the landmark, not by inflating to the end."""
+    size = 6 << 20
+    target = 2 << 20  # 4 MB follow it
+    data, token = _with_token(size, target, seed=level)
+    packed = _raw(data, level)
+    reads: list[int] = []
+    found: list[dt.Start] = []
+    r = dt.locate(_spy(packed, reads), len(packed), size, target, _Token(token), found=found)
+    assert r.pos == target and 0 <= r.start <= target
+    assert r.read(32) == token
+    assert max(reads) < len(packed) * 3 // 4  # nothing read near the member's end
+    assert found and found[-1].offset == r.start  # kept for a later read of the member
+    # the start it found is a true one: read from it with its offset, the same bytes
+    again = dt.TailReader(_reader(packed), len(packed), found[-1])
+    skip = target - found[-1].offset
+    while skip:
+        skip -= len(again.read_pair(min(skip, 1 << 16))[0])
+    assert again.read(32) == token
+
+
+def test_locate_past_the_target_looks_further_back_and_unrecognised_is_still_exact() -> None:
+    size = 4 << 20
+    target = size - (700 << 10)
+    token = random.Random(31).randbytes(32)
+    # what comes before the target compresses far better than what follows it: the
+    # average ratio puts the first search past it
+    rnd = random.Random(32)
+    sparse = bytearray()
+    while len(sparse) < target:
+        sparse += bytes(rnd.randint(200, 4000)) + rnd.randbytes(rnd.randint(4, 24))
+    data = bytes(sparse[:target]) + token + _binaryish(size - target - 32, seed=33)
+    packed = _raw(data)
+    found: list[dt.Start] = []
+    r = dt.locate(_reader(packed), len(packed), size, target, _Token(token), found=found)
+    assert r.pos == target and r.read(32) == token
+    assert any(s.offset > target for s in found)  # the first start lay past it
+    # a landmark that is never recognised: the start is checked at the end, read exactly
+    r = dt.locate(_reader(packed), len(packed), size, target, _Token(b"\x01" * 32))
+    assert r.pos == r.start <= target
+    got_a, got_b = bytearray(), bytearray()
+    while r.pos < target + 32:
+        x, y = r.read_pair(min(1 << 16, target + 32 - r.pos))
+        got_a += x
+        got_b += y
+    assert bytes(got_a[-32:]) == bytes(got_b[-32:]) == token

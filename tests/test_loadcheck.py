@@ -781,6 +781,55 @@ def test_a_far_dynamic_segment_is_read_from_a_block_near_it_and_matches_the_file
     assert wheel_natives(w).binaries[0] == got
 
 
+@needs_gcc
+def test_a_far_dynamic_segment_is_recognised_by_its_content_without_reaching_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The landmark path: the segment of a real gcc library, found in what a block before
+    it inflates to (its DT_PLTGOT word holds its address), with no block checked by
+    inflating to the member's end; a library whose anchor is broken is read exactly too."""
+    from wh.wheel import deflatetail
+    from wh.wheel import natives as nat
+
+    build = tmp_path / "build"
+    build.mkdir()
+    monkeypatch.chdir(build)
+    data = _big_library(build)
+    # 2 MB of data after the segment, as big libraries have (.data, symbols)
+    data += __import__("random").Random(3).randbytes(2 << 20)
+    w = make_wheel(tmp_path / "wh", "big", "1", files={"big/libbig.so": data})
+    truth = nat.file_natives(build, ["libbig.so"]).binaries[0]
+    monkeypatch.setattr(nat, "LANDMARK_GAP", 256 << 10)
+    ends: list[int] = []
+    real_end = deflatetail._length_to_end
+
+    def spy(*a: Any) -> int | None:
+        ends.append(1)
+        return real_end(*a)
+
+    monkeypatch.setattr(deflatetail, "_length_to_end", spy)
+    located: list[tuple[int, int]] = []  # (where the start is, where the reader is left)
+    real_locate = deflatetail.locate
+
+    def spy_locate(*a: Any, **k: Any) -> deflatetail.TailReader:
+        r = real_locate(*a, **k)
+        located.append((r.start, r.pos))
+        return r
+
+    monkeypatch.setattr(deflatetail, "locate", spy_locate)
+    got = wheel_natives(w).binaries[0]
+    assert located and (2 << 20) < located[0][0] < located[0][1] and not ends
+    assert (got.needed, got.runpath, got.versions) == (truth.needed, truth.runpath, truth.versions)
+
+    # the anchor word no longer holds the segment's address: found by reaching the end
+    from wh.wheel.dynlandmark import DynamicLandmark
+
+    monkeypatch.setattr(DynamicLandmark, "at", lambda *a: False)
+    located.clear()
+    assert wheel_natives(w).binaries[0] == got
+    assert located and located[0][0] == located[0][1]  # read from a start checked at the end
+
+
 def test_each_need_says_who_meets_it_and_a_cached_report_is_the_same() -> None:
     """Who meets a need is a Provider: the member's own wheel (rpath), another locked wheel
     (by name), a kept installed distribution, the loader, the driver, the policy; what

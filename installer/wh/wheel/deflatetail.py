@@ -43,7 +43,7 @@ import io
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 WINDOW = 32 << 10  # deflate's back-reference window
 _MARK_A = bytes(range(256)) * (WINDOW // 256)
@@ -57,8 +57,28 @@ TRIAL_OUT = 1024  # bytes a candidate must inflate without error to be tried to 
 CHUNK = 256 << 10  # compressed bytes read at a time
 NEAR = 1 << 20  # a found start this far before the target is not worth a closer one
 HEADER_BITS = 17 + 3 * 19  # a dynamic block's header up to its last code-length code
+KEEP = 4 << 20  # inflated bytes held while a landmark is looked for
+BACK = (
+    4 << 20
+)  # how much further back a start is looked for when one's bytes depended on the window
 
 ReadAt = Callable[[int, int], bytes]  # (offset in the member's compressed data, size)
+
+
+class Landmark(Protocol):
+    """Finds the wanted bytes in what a block start inflates to, by their content, where
+    the start's own offset is not known yet (see ``locate``)."""
+
+    @property
+    def behind(self) -> int:
+        """Bytes before a resume index that a later scan may look at again."""
+        ...
+
+    def scan(self, a: bytearray, b: bytearray, lo: int) -> tuple[int | None, int]:
+        """Where in ``a`` (and ``b``, the other inflation of the same bytes) the wanted
+        range begins, looking from ``lo``, or None; and the index to resume at when more
+        bytes have been appended."""
+        ...
 
 
 class TailUnavailable(Exception):
@@ -322,8 +342,8 @@ def find_start(
         raise TailUnavailable("empty member")
     guess = int(packed * (target / size))
     margin = max(SEARCH, packed // 64)
-    for _ in range(3):
-        at = max(0, guess - margin)
+    for i in range(3):
+        at = max(0, guess - margin, _closest(packed, size, target) if i == 0 else 0)
         start = _search(read_at, packed, size, at, lib)
         if found is not None:
             found.append(start)
@@ -338,6 +358,15 @@ def find_start(
         if at == 0:
             break
     raise TailUnavailable(f"no block start found before offset {target}")
+
+
+def _closest(packed: int, size: int, target: int) -> int:
+    """Where to search from for a start before ``target`` when the bytes after it are few:
+    they cannot take more than deflate's worst case (stored blocks and headers, about
+    ``1/1024`` more) of the compressed data, so ``target`` lies no earlier than that
+    before its end; a few search windows more cover the block it falls in."""
+    after = size - target
+    return packed - (after + after // 1024 + 1024) - 4 * SEARCH
 
 
 def _nearer(
@@ -374,6 +403,80 @@ def _nearer(
     return start
 
 
+def locate(
+    read_at: ReadAt,
+    packed: int,
+    size: int,
+    target: int,
+    landmark: Landmark,
+    *,
+    lib: Any = zlib,
+    found: list[Start] | None = None,
+    before: int = 0,
+    on_close: Callable[[], None] | None = None,
+) -> TailReader:
+    """A reader left at uncompressed offset ``target``, from a block start found before it
+    whose offset is learnt from what it inflates to: ``landmark`` recognises the bytes at
+    ``target`` by their content, so nothing is inflated past them (``find_start`` learns a
+    start's offset by inflating to the member's end). A start whose inflation reaches the
+    end first is a checked start past ``target`` (the next search goes further back) or,
+    before it, one where the landmark was not recognised (read from as ``find_start``'s
+    would be). The search begins where the average ratio puts ``target - before`` (a
+    caller whose read depended on the unread window asks for a start further back).
+    Bounded as ``_search`` is, and each scan by ``size`` bytes."""
+    if size <= 0 or packed <= 0:
+        raise TailUnavailable("empty member")
+    aim = max(0, target - before)
+    at = max(0, int(packed * (aim / size)) - max(SEARCH, packed // 64), _closest(packed, size, aim))
+    for i in range(4):
+        reader, start, hit = _scan_from(read_at, packed, size, at, target, landmark, lib)
+        if found is not None:
+            found.append(start)
+        if hit:
+            reader._on_close = on_close
+            return reader
+        if start.offset <= target:
+            agreed = reader.agree_from is not None and start.offset + reader.agree_from <= target
+            if agreed or start.offset <= aim:  # the landmark was not recognised
+                return TailReader(read_at, packed, start, lib=lib, on_close=on_close)
+            aim = max(0, start.offset - BACK)  # what it read depended on the window
+        if at == 0:
+            break
+        # the bytes before the start compress better than the average: step back by
+        # twice what the average says, doubled on each miss
+        over = start.offset - aim
+        at = max(0, start.bit // 8 - (2 << i) * int(packed * (over / size)) - SEARCH)
+    raise TailUnavailable(f"no block start found before offset {target}")
+
+
+def _scan_from(
+    read_at: ReadAt, packed: int, size: int, at: int, target: int, landmark: Landmark, lib: Any
+) -> tuple[TailReader, Start, bool]:
+    """The first candidate from compressed byte ``at`` on that ``TailReader.scan``
+    checks: its reader, its start, and whether the landmark was found (the reader is then
+    left at ``target``; else it was read to the end)."""
+    searched = 0
+    tries = 0
+    while searched < MAX_SEARCH and at + searched < packed:
+        base = at + searched
+        window = read_at(base, min(SEARCH + HEADER_BITS, packed - base))
+        cands = [(b, _lead(window, b)) for b in dynamic_candidates(window) if b < SEARCH * 8]
+        cands += [(8 * i, b"\x00") for i in stored_candidates(window) if i < SEARCH]
+        for bit, prefix in sorted(cands):
+            if not _trial(window, bit, prefix):
+                continue
+            tries += 1
+            if tries > MAX_TRIES:
+                raise TailUnavailable(f"{MAX_TRIES} candidate block starts did not check out")
+            reader = TailReader(read_at, packed, Start(base * 8 + bit, prefix, 0), lib=lib)
+            got = reader.scan(landmark, target, size)
+            if got is None:
+                continue
+            return reader, Start(base * 8 + bit, prefix, reader.start), got
+        searched += SEARCH
+    raise TailUnavailable("no block start in the searched compressed bytes")
+
+
 def earlier(found: list[Start], target: int, floor: int = 0) -> Start | None:
     """The latest of the checked starts ``found`` at or before ``target`` (and at or after
     ``floor``): a start that costs no search."""
@@ -405,7 +508,10 @@ def _search(read_at: ReadAt, packed: int, size: int, at: int, lib: Any) -> Start
 class TailReader(io.RawIOBase):
     """Inflates forwards from a checked ``Start``, twice in step (see the module
     docstring). ``read_pair`` returns both inflations of the next bytes; ``read`` returns
-    them only where they agree, and raises ``WindowDependent`` otherwise."""
+    them only where they agree, and raises ``WindowDependent`` otherwise. Once the last
+    ``WINDOW`` bytes of both agree, no later byte can differ (a back-reference reaches at
+    most ``WINDOW`` bytes back), so the second inflation stops and each later byte costs
+    one inflation. ``pos`` is the uncompressed offset of the next byte returned."""
 
     def __init__(
         self,
@@ -417,12 +523,19 @@ class TailReader(io.RawIOBase):
         on_close: Callable[[], None] | None = None,
     ) -> None:
         self.start = start.offset
+        self.pos = start.offset
         self._feed = _feed(read_at, packed, start.bit, start.prefix)
         self._a = _inflater(lib, _MARK_A)
-        self._b = _inflater(lib, _MARK_B)
+        self._b: Any = _inflater(lib, _MARK_B)
+        self._agreed = 0  # trailing bytes inflated alike by both
+        self._out = 0  # bytes inflated (by each)
+        self.agree_from: int | None = None  # output index from which both agree for good
         self._tail = b""
         self._done = False
         self._on_close = on_close
+        self._error: type[Exception] = lib.error
+        self._pend_a = bytearray()  # bytes inflated while scanning, not yet returned
+        self._pend_b = bytearray()
 
     def close(self) -> None:
         if self._on_close is not None:
@@ -433,28 +546,101 @@ class TailReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    @property
+    def single(self) -> bool:
+        """Whether the inflations have agreed on a whole window (one inflation from here)."""
+        return self._b is None
+
     def read_pair(self, n: int) -> tuple[bytes, bytes]:
+        if self._pend_a:
+            k = min(n, len(self._pend_a))
+            a, b = bytes(self._pend_a[:k]), bytes(self._pend_b[:k])
+            del self._pend_a[:k], self._pend_b[:k]
+            self.pos += k
+            return a, b
         out_a = bytearray()
         out_b = bytearray()
         while len(out_a) < n and not self._done:
             if not self._tail:
                 self._tail = next(self._feed, b"")
                 if not self._tail:
-                    piece_a = self._a.flush()
-                    piece_b = self._b.flush()
-                    out_a += piece_a
-                    out_b += piece_b
+                    last = self._a.flush()
+                    out_a += last
+                    out_b += self._b.flush() if self._b is not None else last
                     self._done = True
                     break
             want = n - len(out_a)
             piece_a = self._a.decompress(self._tail, want)
-            piece_b = self._b.decompress(self._tail, want)
+            if self._b is not None:
+                piece_b = self._b.decompress(self._tail, want)
+                self._agree(piece_a, piece_b)
+            else:
+                piece_b = piece_a
             self._tail = self._a.unconsumed_tail
             out_a += piece_a
             out_b += piece_b
             if self._a.eof:
                 self._done = True
+        self.pos += len(out_a)
         return bytes(out_a), bytes(out_b)
+
+    def _agree(self, a: bytes, b: bytes) -> None:
+        if a == b:
+            self._agreed += len(a)
+        elif len(a) >= WINDOW and a[-WINDOW:] == b[-WINDOW:]:
+            self._agreed = WINDOW
+        else:
+            self._agreed = 0
+        self._out += len(a)
+        if self._agreed >= WINDOW:
+            self._b = None
+            self.agree_from = self._out - self._agreed
+
+    def scan(self, landmark: Landmark, target: int, size: int) -> bool | None:
+        """Inflate from the start until ``landmark`` finds uncompressed offset ``target``
+        in the output: the start's offset follows (``start``), the reader is left at
+        ``target``, and the answer is True. False where the stream ends first, exactly at
+        the member's last compressed byte (a true start past ``target``, or a landmark not
+        recognised): ``start`` is then the offset the length inflated gives. None for a
+        false start (an error, more than ``size`` bytes, or an end elsewhere). At most
+        ``KEEP`` bytes are held: a landmark still undecided past that is given up."""
+        buf_a, buf_b = bytearray(), bytearray()
+        base = 0  # output index of buf_a[0]
+        lo = 0
+        look: Landmark | None = landmark
+        try:
+            while True:
+                a, b = self.read_pair(CHUNK)
+                if not a:
+                    break
+                if base + len(buf_a) + len(a) > size:
+                    return None
+                if look is None:
+                    base += len(a)
+                    continue
+                buf_a += a
+                buf_b += b
+                hit, lo = look.scan(buf_a, buf_b, lo)
+                if hit is not None:
+                    self._pend_a, self._pend_b = buf_a[hit:], buf_b[hit:]
+                    self.start = target - (base + hit)
+                    self.pos = target
+                    return True
+                cut = max(0, lo - look.behind)
+                if cut:
+                    del buf_a[:cut], buf_b[:cut]
+                    base += cut
+                    lo -= cut
+                if len(buf_a) > KEEP:
+                    base += len(buf_a)
+                    buf_a, buf_b, look = bytearray(), bytearray(), None
+        except self._error:
+            return None
+        total = base + len(buf_a)
+        if not self._a.eof or len(self._a.unused_data) + sum(map(len, self._feed)) > 1:
+            return None
+        self.start = size - total
+        return False
 
     def read(self, n: int | None = -1) -> bytes:
         a, b = self.read_pair(CHUNK if n is None or n < 0 else n)

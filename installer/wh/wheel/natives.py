@@ -32,6 +32,7 @@ from typing import IO, Any, cast
 
 from wh.model.loadkinds import BinaryFormat
 from wh.wheel import deflatetail
+from wh.wheel.dynlandmark import DynamicLandmark
 from wh.wheel.wheelfile import _fast_index  # one read of the central directory
 
 PREFIX = 8 << 20  # bytes kept from the start of every member
@@ -47,6 +48,9 @@ STRTAB_WHOLE = 256 << 10  # a dynamic string table up to this size is kept whole
 STRING_WINDOW = 4 << 10  # bytes kept at each string a need names (grown while no NUL)
 TAIL_GAP = 8 << 20  # inflating more than this to reach a range: look for a block start near it
 TAIL_RETRY = 4 << 20  # how much further back a second block start is looked for
+LANDMARK_GAP = (
+    8 << 20
+)  # the same for a range its content can be recognised by (``keep``'s landmark)
 
 LIMITS = {
     "prefix": PREFIX,
@@ -228,8 +232,12 @@ class _Stream:
         self._cursors: list[_Cursor] = []
         self._tails = True  # whether a pass may start near a range (off after a failure)
 
-    def keep(self, wanted: list[tuple[int, int]]) -> dict[int, Bytes]:
-        """The bytes of each ``(offset, size)`` range (shorter where the member ends)."""
+    def keep(
+        self, wanted: list[tuple[int, int]], landmark: deflatetail.Landmark | None = None
+    ) -> dict[int, Bytes]:
+        """The bytes of each ``(offset, size)`` range (shorter where the member ends).
+        ``landmark`` recognises the first range by its content: a block start before it
+        is then found without inflating to the member's end (``deflatetail.locate``)."""
         wanted = sorted((o, s) for o, s in wanted if s > 0)
         if not wanted:
             return {}
@@ -251,7 +259,7 @@ class _Stream:
                 spans.append([o, o + s])
         got: dict[int, bytearray] = {}
         for lo, hi in spans:
-            got[lo] = self._read_span(lo, hi)
+            got[lo] = self._read_span(lo, hi, landmark if lo == wanted[0][0] else None)
         out = {}
         for o, s in wanted:
             lo = max(x for x in got if x <= o)
@@ -259,44 +267,63 @@ class _Stream:
             out[o] = span if (o, s) == (lo, len(span)) else bytes(span[o - lo : o - lo + s])
         return out
 
-    def _read_span(self, lo: int, hi: int) -> bytearray:
+    def _read_span(self, lo: int, hi: int, landmark: deflatetail.Landmark | None) -> bytearray:
         """``lo..hi``; where a pass from a block start finds bytes that depend on the
-        unread window, once more from a block start ``TAIL_RETRY`` further back, then
-        from the start."""
-        back = 0
-        while True:
-            c = self._cursor(lo, back)
+        unread window, again from block starts ``TAIL_RETRY`` and then four and sixteen
+        times that further back (a long run of repeated data can copy from the window for
+        megabytes), then from the start."""
+        for back in (0, TAIL_RETRY, 4 * TAIL_RETRY, 16 * TAIL_RETRY, None):
+            if back is None:
+                self._tails = False
+                back = 0
+            c = self._cursor(lo, back, landmark)
             try:
                 return self._read(c, lo, hi - lo)
             except deflatetail.WindowDependent:
+                if not self._tails:
+                    raise
                 self._drop(c)
-                if back:
-                    self._tails = False
-                back = TAIL_RETRY
+        raise AssertionError("unreachable: the last pass reads from the start")
 
-    def _cursor(self, offset: int, back: int = 0) -> _Cursor:
+    def _cursor(
+        self, offset: int, back: int = 0, landmark: deflatetail.Landmark | None = None
+    ) -> _Cursor:
         """The pass that reaches ``offset`` soonest: the one nearest before it; a pass from a
         block start near ``offset`` when that one is far behind; else a new pass from the
         start (replacing the pass furthest behind when all are open)."""
         before = [c for c in self._cursors if c.pos <= offset]
         best = max(before, key=lambda c: c.pos) if before else None
         behind = offset - (best.pos if best is not None else 0)
-        if behind > TAIL_GAP and self._tails and self._size - offset < behind:
+        if landmark is not None and behind > LANDMARK_GAP and self._tails:
+            tail = self._tail(offset, best.pos if best is not None else 0, back, landmark)
+            if tail is not None:
+                return tail
+        elif behind > TAIL_GAP and self._tails and self._size - offset < behind:
             floor = best.pos if best is not None else 0
-            tail = self._tail(max(floor, offset - back), floor, back > 0)
+            tail = self._tail(max(floor, offset - back), floor, back)
             if tail is not None:
                 return tail
         if best is not None:
             return best
         return self._add(_Cursor(self._open()))
 
-    def _tail(self, offset: int, floor: int, retry: bool) -> _Cursor | None:
+    def _tail(
+        self,
+        offset: int,
+        floor: int,
+        back: int,
+        landmark: deflatetail.Landmark | None = None,
+    ) -> _Cursor | None:
         make = getattr(self._cursors[0].f, "tail_reader", None) if self._cursors else None
-        reader = make(offset, floor, self._size, retry=retry) if make is not None else None
+        reader = (
+            make(offset, floor, self._size, retry=back > 0, landmark=landmark, before=back)
+            if make is not None
+            else None
+        )
         if reader is None:
             self._tails = False
             return None
-        return self._add(_Cursor(reader, reader.start))
+        return self._add(_Cursor(reader, reader.pos))
 
     def _add(self, c: _Cursor) -> _Cursor:
         if len(self._cursors) >= self.PASSES:
@@ -447,7 +474,7 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     more([(phoff, phnum * phsize)])
     table = read(phoff, phnum * phsize)
     loads: list[tuple[int, int, int]] = []  # (p_vaddr, p_filesz, p_offset) of PT_LOAD
-    dynamic: tuple[int, int] | None = None
+    dynamic: tuple[int, int, int] | None = None
     for i in range(phnum):
         f = lay.unpack(*_PHDR, table, i * phsize)
         p_type = f[0]
@@ -458,13 +485,19 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
         if p_type == PT_LOAD:
             loads.append((vaddr, filesz, off))
         elif p_type == PT_DYNAMIC and dynamic is None:
-            dynamic = (off, filesz)
+            dynamic = (off, filesz, vaddr)
     if dynamic is None:  # a static executable or object: it needs nothing from the loader
         return Binary(member, BinaryFormat.ELF, machine)
-    d_off, d_size = dynamic
+    d_off, d_size, d_vaddr = dynamic
     if d_size > MAX_DYNAMIC or d_off + d_size > size:
         raise _Unreadable(f"dynamic segment of {d_size} bytes at {d_off} is out of bounds")
-    more([(d_off, d_size)])
+    if not _covered(kept, d_off, d_size):
+        new = stream.keep(
+            [(d_off, d_size)],
+            DynamicLandmark(d_size, d_off, d_vaddr, lay.bits64, lay.order, tuple(loads)),
+        )
+        kept.update(new)
+        sparse.add(new)
     dyn = read(d_off, d_size)
     tagsize = 16 if lay.bits64 else 8
     raw: list[tuple[int, int]] = []
@@ -742,7 +775,14 @@ class _Inflater(io.RawIOBase):
         return bytes(out)
 
     def tail_reader(
-        self, target: int, floor: int, size: int, *, retry: bool = False
+        self,
+        target: int,
+        floor: int,
+        size: int,
+        *,
+        retry: bool = False,
+        landmark: deflatetail.Landmark | None = None,
+        before: int = 0,
     ) -> deflatetail.TailReader | None:
         """A reader from a checked deflate block start at or before ``target`` (past
         ``floor``), on its own file handle; None where the member is not deflated or no
@@ -760,6 +800,20 @@ class _Inflater(io.RawIOBase):
 
         start = deflatetail.earlier(self._starts, target, floor)
         try:
+            if landmark is not None and (
+                retry or start is None or target - start.offset > deflatetail.NEAR
+            ):
+                return deflatetail.locate(
+                    read_at,
+                    self._packed,
+                    size,
+                    target,
+                    landmark,
+                    lib=_inflate_lib,
+                    found=self._starts,
+                    before=before,
+                    on_close=f.close,
+                )
             if start is None or not (retry or target - start.offset <= deflatetail.NEAR):
                 start = deflatetail.find_start(
                     read_at,
