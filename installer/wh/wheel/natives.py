@@ -48,9 +48,8 @@ STRTAB_WHOLE = 256 << 10  # a dynamic string table up to this size is kept whole
 STRING_WINDOW = 4 << 10  # bytes kept at each string a need names (grown while no NUL)
 TAIL_GAP = 8 << 20  # inflating more than this to reach a range: look for a block start near it
 TAIL_RETRY = 4 << 20  # how much further back a second block start is looked for
-LANDMARK_GAP = (
-    8 << 20
-)  # the same for a range its content can be recognised by (``keep``'s landmark)
+LANDMARK_GAP = 8 << 20  # the same, for a range recognised by its content (``keep``)
+WHOLE = 1 << 20  # a member up to this size is inflated whole once, then read at its ranges
 
 LIMITS = {
     "prefix": PREFIX,
@@ -242,7 +241,14 @@ class _Stream:
         if not wanted:
             return {}
         if not self._cursors:
-            self._cursors.append(_Cursor(self._open()))
+            f = self._open()
+            if 0 < self._size <= WHOLE and not f.seekable():  # one pass, then seek in it
+                try:
+                    data = f.read(self._size)
+                finally:
+                    f.close()
+                f = io.BytesIO(data)
+            self._cursors.append(_Cursor(f))
         first = self._cursors[0].f
         if first.seekable():  # an installed file: read the ranges, skip the rest
             out: dict[int, Bytes] = {}
