@@ -239,6 +239,49 @@ def test_a_cuda13_kernel_next_to_a_cuda12_torch_is_refused_with_every_problem(
 
 
 @needs_gcc
+def test_natives_read_while_hashing_are_the_ones_read_after_and_only_where_no_cache_answers(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``wh lock`` starts reading natives as soon as it knows the locked wheels, before
+    their digests (the caches' key) are known: the same result as reading them after,
+    cached by digest the same way, and nothing read where the digest or fetch's records
+    can answer."""
+    from wh.app import loadscan
+    from wh.wheelhouse.scan import scan
+
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    wheels = scan(house, hashes=False).wheels
+    assert wheels and all(not w.sha256 for w in wheels)
+    reads: list[str] = []
+    real = loadscan.nat.read_member
+
+    def spy(member: str, *a: Any) -> Binary | None:
+        reads.append(member)
+        return real(member, *a)
+
+    monkeypatch.setattr(loadscan.nat, "read_member", spy)
+    digests = {w.path: hashlib.sha256(w.path.read_bytes()).hexdigest() for w in wheels}
+    with loadscan.Prefetch(wheels) as pre:
+        early = loadscan.read_many([(p, d) for p, d in digests.items()], pre)
+    n = len(reads)
+    assert n > 0
+    assert early == {w.path: wheel_natives(w.path) for w in wheels}
+    # cached by digest: read again with the digests known, nothing is inflated
+    reads.clear()
+    assert loadscan.read_many(list(digests.items())) == early and not reads
+    # wheels whose digest is known, or a wheelhouse with records: nothing is read early
+    hashed = scan(house).wheels
+    assert all(w.sha256 for w in hashed)
+    with loadscan.Prefetch(hashed) as pre:
+        assert pre.take(hashed[0].path) is None and not reads
+    (house / RECORDS).mkdir()
+    with loadscan.Prefetch(wheels) as pre:
+        assert pre.take(wheels[0].path) is None and not reads
+
+
+@needs_gcc
 def test_a_fetched_wheelhouse_record_stands_for_its_wheel_only_at_that_digest(
     tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -28,6 +27,7 @@ from wh.errors import LockError
 from wh.model.loadkinds import BinaryFormat, Origin
 from wh.model.loadoptions import LoadOptions
 from wh.model.toolwh import AllowedMissing, BuildRecord, LoadCheck
+from wh.proc.cores import usable_cores
 from wh.settings import cache_dir
 from wh.wheel import natives as nat
 from wh.wheel import record
@@ -154,14 +154,80 @@ def natives_of(path: Path, sha256: str = "") -> nat.Natives:
     return read_many([(path, sha256)])[path]
 
 
-def read_many(wheels: Sequence[tuple[Path, str]]) -> dict[Path, nat.Natives]:
+class _Reading:
+    """The members of some wheels being read on a pool of ``usable_cores()`` threads,
+    largest first (inflating releases the GIL); ``natives(path)`` waits for one wheel's."""
+
+    def __init__(self, paths: Sequence[Path], threads: int = 0) -> None:
+        self._members: dict[Path, list[nat.Member]] = {}
+        self._unreadable: dict[Path, nat.Natives] = {}
+        for path in paths:
+            if path in self._members or path in self._unreadable:
+                continue
+            try:
+                self._members[path] = nat.wheel_members(path)
+            except (OSError, zipfile.BadZipFile) as exc:
+                why = f"not a readable zip ({exc})"
+                binary = nat.Binary(path.name, BinaryFormat.UNKNOWN, problem=why)
+                self._unreadable[path] = nat.Natives((), (binary,))
+        tasks = [m for ms in self._members.values() for m in ms]
+        tasks.sort(key=lambda m: -m.size)
+        threads = threads or usable_cores()
+        self._pool = ThreadPoolExecutor(max_workers=max(1, min(len(tasks), threads)))
+        self._futures = {
+            id(m): self._pool.submit(nat.read_member, m.path, m.size, m.open) for m in tasks
+        }
+
+    def __contains__(self, path: Path) -> bool:
+        return path in self._members or path in self._unreadable
+
+    def natives(self, path: Path) -> nat.Natives:
+        if path in self._unreadable:
+            return self._unreadable[path]
+        members = self._members[path]
+        return nat.natives_from(members, [self._futures[id(m)].result() for m in members])
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class Prefetch:
+    """Natives read on background threads while ``wh lock`` hashes the same wheels: the
+    digest that keys the caches is not known yet, so only where no cache can answer (a
+    wheel not hashed before, in a wheelhouse without ``wh fetch``'s records). ``read_many``
+    takes what was read; closing cancels what was not needed."""
+
+    def __init__(self, wheels: Iterable[Wheel]) -> None:
+        paths = [w.path for w in wheels if not w.sha256 and not (w.path.parent / RECORDS).is_dir()]
+        self._reading = _Reading(paths, threads=1) if paths else None
+
+    def take(self, path: Path) -> nat.Natives | None:
+        if self._reading is None or path not in self._reading:
+            return None
+        return self._reading.natives(path)
+
+    def close(self) -> None:
+        if self._reading is not None:
+            self._reading.close()
+
+    def __enter__(self) -> Prefetch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_many(
+    wheels: Sequence[tuple[Path, str]], prefetch: Prefetch | None = None
+) -> dict[Path, nat.Natives]:
     """Natives of many wheels: cached ones by digest (the user's cache, then the
-    wheelhouse's records); the members of the others read on
-    all cores at once, largest first (inflating releases the GIL), then cached."""
+    wheelhouse's records), then what ``prefetch`` read; the members of the others read
+    on all cores at once (``_Reading``); what was read is cached by digest."""
     out: dict[Path, nat.Natives] = {}
-    pending: list[tuple[Path, str, list[nat.Member]]] = []
+    todo: list[Path] = []
+    digest: dict[Path, str] = {}
     for path, sha256 in wheels:
-        if path in out:
+        if path in out or path in digest:
             continue
         cached = _cached(sha256)
         if cached is None:
@@ -169,27 +235,46 @@ def read_many(wheels: Sequence[tuple[Path, str]]) -> dict[Path, nat.Natives]:
         if cached is not None:
             out[path] = cached
             continue
+        digest[path] = sha256
+        got = prefetch.take(path) if prefetch is not None else None
+        if got is not None:
+            out[path] = got
+        else:
+            todo.append(path)
+    if todo:
+        reading = _Reading(todo)
         try:
-            pending.append((path, sha256, nat.wheel_members(path)))
-        except (OSError, zipfile.BadZipFile) as exc:
-            why = f"not a readable zip ({exc})"
-            out[path] = nat.Natives((), (nat.Binary(path.name, BinaryFormat.UNKNOWN, problem=why),))
-    tasks = [(i, j) for i, (_p, _s, ms) in enumerate(pending) for j in range(len(ms))]
-    tasks.sort(key=lambda t: -pending[t[0]][2][t[1]].size)
-
-    def read(task: tuple[int, int]) -> nat.Binary | None:
-        m = pending[task[0]][2][task[1]]
-        return nat.read_member(m.path, m.size, m.open)
-
-    workers = max(1, min(len(tasks), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        found = dict(zip(tasks, pool.map(read, tasks), strict=True))
-    for i, (path, sha256, members) in enumerate(pending):
-        natives = nat.natives_from(members, [found[(i, j)] for j in range(len(members))])
-        out[path] = natives
+            for path in todo:
+                out[path] = reading.natives(path)
+        finally:
+            reading.close()
+    for path, sha256 in digest.items():
         if sha256:
-            write_json(_cache_path(sha256), {"stamp": _stamp(), "natives": natives.to_json()})
+            write_json(_cache_path(sha256), {"stamp": _stamp(), "natives": out[path].to_json()})
     return out
+
+
+def wheels_to_read(
+    resolution: Resolution, target: Target, env: Environment | None, wheels: Sequence[Wheel]
+) -> tuple[dict[NormalizedName, Wheel], dict[NormalizedName, Wheel]]:
+    """The wheels whose natives the check reads: each locked name's chosen wheel, and the
+    wheel in the wheelhouse of a protected name that a declared target does not have."""
+    chosen: dict[NormalizedName, Wheel] = {}
+    for name, picked in resolution.packages.items():
+        if picked.candidate.wheel is not None:
+            chosen[name] = picked.candidate.wheel
+    declared_pins: dict[NormalizedName, Wheel] = {}
+    for name, pin in resolution.pins.items():
+        if env is not None and name in env.dists:
+            continue
+        same = [
+            w
+            for w in wheels
+            if w.name == name and w.version == pin.version and target.wheel_rank(w.tags) is not None
+        ]
+        if same:
+            declared_pins[name] = same[0]
+    return chosen, declared_pins
 
 
 def record_paths(dist: InstalledDist) -> list[str]:
@@ -228,14 +313,16 @@ def lock_check(
     digests: Mapping[Path, str],
     records: Mapping[str, BuildRecord],
     options: LoadOptions,
+    prefetch: Prefetch | None = None,
 ) -> LoadReport | None:
-    """Check the resolution; raise ``LoadCheckError`` with every problem. None: skipped."""
+    """Check the resolution; raise ``LoadCheckError`` with every problem. None: skipped.
+    ``prefetch``: natives already being read (see ``Prefetch``)."""
     if options.skip is not None:
         return None
     key = _report_key(resolution, target, env, wheels, digests, records, options)
     report = _cached_report(key)
     if report is None:
-        report = _lock_check(resolution, target, env, wheels, digests, records, options)
+        report = _lock_check(resolution, target, env, wheels, digests, records, options, prefetch)
         if key:
             write_json(_report_path(key), {"key": key, "report": report.to_cache()})
     if report.problems:
@@ -245,7 +332,14 @@ def lock_check(
 
 # -- the result cache: a re-lock of the same wheels for the same target reads one file -------
 
-_CHECK_CODE = ("app/loadcheck.py", "app/loadscan.py", "env/platformlibs.py", "wheel/natives.py")
+_CHECK_CODE = (
+    "app/loadcheck.py",
+    "app/loadscan.py",
+    "env/platformlibs.py",
+    "wheel/natives.py",
+    "wheel/deflatetail.py",
+    "wheel/dynlandmark.py",
+)
 
 
 def _report_path(key: str) -> Path:
@@ -352,29 +446,13 @@ def _lock_check(
     digests: Mapping[Path, str],
     records: Mapping[str, BuildRecord],
     options: LoadOptions,
+    prefetch: Prefetch | None,
 ) -> LoadReport:
     units: list[Unit] = []
-    todo: list[tuple[Path, str]] = []
-    chosen_wheels: dict[NormalizedName, Wheel] = {}
-    for name, chosen in resolution.packages.items():
-        w = chosen.candidate.wheel
-        if w is not None:
-            chosen_wheels[name] = w
-            todo.append((w.path, digests.get(w.path, w.sha256)))
-    # a protected distribution on a declared target: its wheel in the wheelhouse, if any
-    declared_pins: dict[NormalizedName, Wheel] = {}
-    for name, pin in resolution.pins.items():
-        if env is not None and name in env.dists:
-            continue
-        same = [
-            w
-            for w in wheels
-            if w.name == name and w.version == pin.version and target.wheel_rank(w.tags) is not None
-        ]
-        if same:
-            declared_pins[name] = same[0]
-            todo.append((same[0].path, same[0].sha256))
-    read = read_many(todo)
+    chosen_wheels, declared_pins = wheels_to_read(resolution, target, env, wheels)
+    todo = [(w.path, digests.get(w.path, w.sha256)) for w in chosen_wheels.values()]
+    todo += [(w.path, w.sha256) for w in declared_pins.values()]
+    read = read_many(todo, prefetch)
     for name, w in chosen_wheels.items():
         units.append(
             Unit(

@@ -94,61 +94,71 @@ def do_lock(
     pins, absent = manifest.pins_for(target, dists, wh.wheels, str(env.python) if env else "")
     installed = manifest.preferences(dists, pins)
     progress.status(f"resolving for {target.description}")
-    # Wheels of each pinned name are hashed while the resolver carries on.
-    with Prehash(wh.wheels) as prehash:
-        index = CandidateIndex.build(wh.wheels, target, pins, installed, wh.excluded())
-        resolution = resolve(manifest, index, on_pin=prehash.start)
-        locked_names = set(resolution.packages)
-        locked_wheels = [w for w in wh.wheels if w.name in locked_names]
-        progress.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
-        # RECORDs are read for overwrites while the hashing threads (GIL released) run
-        with ThreadPoolExecutor(max_workers=1) as side:
-            overwriting = side.submit(_overwrites, resolution, profile.allow_overwrite)
-            hashed = add_hashes(locked_wheels, started=prehash.started)
-            overwrites = overwriting.result()
-    digests = {w.path: w.sha256 for w in hashed}
-    refuse_ambiguous(hashed, locked_names)  # reliability: one file per identity
-    missing = sorted(absent & set(resolution.packages))
-    # an exact build pinned from the wheelhouse whose wheel does not fit the target
-    missing += sorted(
-        n
-        for n, pin in pins.items()
-        if env is not None
-        and n not in env.dists
-        and n in resolution.packages
-        and resolution.packages[n].candidate.wheel is None
-    )
-    if missing and env is not None:
-        name = missing[0]
-        chosen = resolution.packages[name]
-        raise ProtectedNotInstalledError(
-            name,
-            str(chosen.candidate.version),
-            env.python,
-            [edge.describe() for edge in chosen.required_by],
-            [
-                str(v)
-                for v in sorted({w.version for w in wh.wheels if w.name == name}, reverse=True)
-            ],
-        )
-    if env is not None and manifest.keep_installed:  # must not break what it leaves alone
-        refuse_breaking(
-            env,
-            {
-                n: c.candidate.version
-                for n, c in resolution.packages.items()
-                if c.candidate.wheel is not None
-                and (n not in env.dists or env.dists[n].version != c.candidate.version)
-            },
-            frozenset(resolution.packages),
-        )
-    skipped = tuple((r.filename, r.reason) for r in resolution.rejected)
-    records = build_records(resolution)
-    # refuse a lock that cannot load (every problem at once), before anything is written
     load = load or LoadOptions()
-    if load.skip is None:
-        progress.status("checking that every compiled member finds its libraries")
-    report = loadscan.lock_check(resolution, target, env, wh.wheels, digests, records, load)
+    prefetch: loadscan.Prefetch | None = None
+    try:
+        # Wheels of each pinned name are hashed while the resolver carries on.
+        with Prehash(wh.wheels) as prehash:
+            index = CandidateIndex.build(wh.wheels, target, pins, installed, wh.excluded())
+            resolution = resolve(manifest, index, on_pin=prehash.start)
+            locked_names = set(resolution.packages)
+            locked_wheels = [w for w in wh.wheels if w.name in locked_names]
+            if load.skip is None:  # natives are read while the same wheels are hashed
+                to_read = loadscan.wheels_to_read(resolution, target, env, wh.wheels)
+                prefetch = loadscan.Prefetch([w for part in to_read for w in part.values()])
+            progress.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
+            # RECORDs are read for overwrites while the hashing threads (GIL released) run
+            with ThreadPoolExecutor(max_workers=1) as side:
+                overwriting = side.submit(_overwrites, resolution, profile.allow_overwrite)
+                hashed = add_hashes(locked_wheels, started=prehash.started)
+                overwrites = overwriting.result()
+        digests = {w.path: w.sha256 for w in hashed}
+        refuse_ambiguous(hashed, locked_names)  # reliability: one file per identity
+        missing = sorted(absent & set(resolution.packages))
+        # an exact build pinned from the wheelhouse whose wheel does not fit the target
+        missing += sorted(
+            n
+            for n, pin in pins.items()
+            if env is not None
+            and n not in env.dists
+            and n in resolution.packages
+            and resolution.packages[n].candidate.wheel is None
+        )
+        if missing and env is not None:
+            name = missing[0]
+            chosen = resolution.packages[name]
+            raise ProtectedNotInstalledError(
+                name,
+                str(chosen.candidate.version),
+                env.python,
+                [edge.describe() for edge in chosen.required_by],
+                [
+                    str(v)
+                    for v in sorted({w.version for w in wh.wheels if w.name == name}, reverse=True)
+                ],
+            )
+        if env is not None and manifest.keep_installed:  # must not break what it leaves alone
+            refuse_breaking(
+                env,
+                {
+                    n: c.candidate.version
+                    for n, c in resolution.packages.items()
+                    if c.candidate.wheel is not None
+                    and (n not in env.dists or env.dists[n].version != c.candidate.version)
+                },
+                frozenset(resolution.packages),
+            )
+        skipped = tuple((r.filename, r.reason) for r in resolution.rejected)
+        records = build_records(resolution)
+        # refuse a lock that cannot load (every problem at once), before anything is written
+        if load.skip is None:
+            progress.status("checking that every compiled member finds its libraries")
+        report = loadscan.lock_check(
+            resolution, target, env, wh.wheels, digests, records, load, prefetch
+        )
+    finally:
+        if prefetch is not None:
+            prefetch.close()
     data = lockmod.render(
         resolution,
         profile,
