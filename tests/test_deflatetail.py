@@ -306,3 +306,29 @@ def test_locate_past_the_target_looks_further_back_and_unrecognised_is_still_exa
         got_a += x
         got_b += y
     assert bytes(got_a[-32:]) == bytes(got_b[-32:]) == token
+
+
+def _header_could_start(window: bytes, pos: int) -> bool:
+    """The rules ``dynamic_candidates`` tests, for one bit position, read one field at a
+    time: BTYPE 2, HLIT and HDIST at most 29, a complete code-length code."""
+    x = int.from_bytes(window, "little") >> pos
+
+    def field(at: int, n: int) -> int:
+        return (x >> at) & ((1 << n) - 1)
+
+    if field(1, 2) != 2 or field(3, 5) > 29 or field(8, 5) > 29:
+        return False
+    lengths = [field(17 + 3 * k, 3) for k in range(field(13, 4) + 4)]
+    return sum(1 << (7 - n) for n in lengths if n) == 128
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_dynamic_candidates_are_exactly_the_positions_the_rules_allow(seed: int) -> None:
+    rnd = random.Random(seed)
+    for window in (
+        rnd.randbytes(600),  # noise: many near misses
+        _raw(_binaryish(200 << 10, seed))[5000:5600],  # real blocks among their data
+    ):
+        last = len(window) * 8 - dt.HEADER_BITS
+        want = [p for p in range(last) if _header_could_start(window, p)]
+        assert dt.dynamic_candidates(window) == want

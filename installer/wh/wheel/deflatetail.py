@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import io
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ TRIAL_OUT = 1024  # bytes a candidate must inflate without error to be tried to 
 CHUNK = 256 << 10  # compressed bytes read at a time
 NEAR = 1 << 20  # a found start this far before the target is not worth a closer one
 HEADER_BITS = 17 + 3 * 19  # a dynamic block's header up to its last code-length code
+_NONZERO = re.compile(rb"[^\x00]")
 KEEP = 4 << 20  # inflated bytes held while a landmark is looked for
 BACK = (
     4 << 20
@@ -97,13 +99,15 @@ def dynamic_candidates(window: bytes) -> list[int]:
     if nbits <= 0:
         return []
     x = int.from_bytes(window, "little")
-    full = (1 << nbits) - 1
+    # every value below is at most this wide, so a complement stays a finite XOR; the
+    # positions past ``nbits`` carry garbage and are dropped once, at the end
+    top = (1 << (len(window) * 8)) - 1
 
     def bit(k: int) -> int:  # bit k of the header, at every position at once
-        return (x >> k) & full
+        return x >> k
 
     def flip(v: int) -> int:
-        return ~v & full
+        return top ^ v
 
     ok = flip(bit(1)) & bit(2)  # BTYPE = 2 (dynamic), read low bit first; BFINAL either
     ok &= flip(bit(4) & bit(5) & bit(6) & bit(7))  # HLIT <= 29
@@ -112,36 +116,57 @@ def dynamic_candidates(window: bytes) -> list[int]:
     hclen_not = [flip(v) for v in hclen]
     at_least = [0] * 17  # at_least[v]: HCLEN >= v
     for v in range(15, -1, -1):
-        eq = full
+        eq = top
         for i in range(4):
             eq &= hclen[i] if (v >> i) & 1 else hclen_not[i]
         at_least[v] = at_least[v + 1] | eq
-    # sum of 2**(7 - length) over the HCLEN + 4 code lengths, bit-sliced: complete iff 128
-    total = [0] * 11
+    # the Kraft sum of the HCLEN + 4 code lengths, 2**(7 - length) each, must be 128:
+    # each code's length as one-hot masks put in the column of its weight, then summed
+    # bit-sliced by carry-save adders (a full adder turns three bits of a column into one
+    # there and a carry in the next)
+    columns: list[list[int]] = [[] for _ in range(12)]
     for k in range(19):
-        if not ok:
-            break
         p = 17 + 3 * k
         lo, mid, hi = bit(p), bit(p + 1), bit(p + 2)
+        if k >= 4:  # the code is absent (length 0) where HCLEN + 4 <= k
+            present = at_least[k - 3]
+            lo, mid, hi = lo & present, mid & present, hi & present
         lo_n, mid_n, hi_n = flip(lo), flip(mid), flip(hi)
-        present = full if k < 4 else at_least[k - 3]
-        for weight in range(7):
-            length = 7 - weight
-            m = present
-            m &= lo if length & 1 else lo_n
-            m &= mid if length & 2 else mid_n
-            m &= hi if length & 4 else hi_n
-            i = weight
-            while m and i < len(total):
-                total[i], m = total[i] ^ m, total[i] & m
-                i += 1
-    for i, t in enumerate(total):
-        ok &= t if i == 7 else flip(t)
+        odd1, even2, odd3, zero4 = lo & mid_n, lo_n & mid, lo & mid, lo_n & mid_n
+        for length, m in (
+            (1, odd1 & hi_n),
+            (2, even2 & hi_n),
+            (3, odd3 & hi_n),
+            (4, zero4 & hi),
+            (5, odd1 & hi),
+            (6, even2 & hi),
+            (7, odd3 & hi),
+        ):
+            columns[7 - length].append(m)
+    for w, col in enumerate(columns):
+        while len(col) > 1:
+            a, b = col.pop(), col.pop()
+            if col:
+                c = col.pop()
+                t = a ^ b
+                col.insert(0, t ^ c)
+                carry = (a & b) | (t & c)
+            else:
+                col.insert(0, a ^ b)
+                carry = a & b
+            if w + 1 < len(columns):
+                columns[w + 1].append(carry)
+        total = col[0] if col else 0
+        ok &= total if w == 7 else flip(total)
+    ok &= (1 << nbits) - 1
     out = []
-    while ok:
-        low = ok & -ok
-        out.append(low.bit_length() - 1)
-        ok ^= low
+    bits = ok.to_bytes((nbits + 7) // 8, "little")
+    for hit in _NONZERO.finditer(bits):
+        v = bits[hit.start()]
+        while v:
+            low = v & -v
+            out.append(hit.start() * 8 + low.bit_length() - 1)
+            v ^= low
     return out
 
 
