@@ -60,9 +60,7 @@ NEAR = 1 << 20  # a found start this far before the target is not worth a closer
 HEADER_BITS = 17 + 3 * 19  # a dynamic block's header up to its last code-length code
 _NONZERO = re.compile(rb"[^\x00]")
 KEEP = 4 << 20  # inflated bytes held while a landmark is looked for
-BACK = (
-    4 << 20
-)  # how much further back a start is looked for when one's bytes depended on the window
+END_KEEP = 512 << 10  # the last bytes inflated, kept for a target near the end
 
 ReadAt = Callable[[int, int], bytes]  # (offset in the member's compressed data, size)
 
@@ -457,20 +455,17 @@ def locate(
         reader, start, hit = _scan_from(read_at, packed, size, at, target, landmark, lib)
         if found is not None:
             found.append(start)
-        if hit:
-            reader._on_close = on_close
+        if hit or (start.offset <= target and reader.pos == target):
+            reader._on_close = on_close  # recognised, or read to the end past the target
             return reader
-        if start.offset <= target:
-            agreed = reader.agree_from is not None and start.offset + reader.agree_from <= target
-            if agreed or start.offset <= aim:  # the landmark was not recognised
-                return TailReader(read_at, packed, start, lib=lib, on_close=on_close)
-            aim = max(0, start.offset - BACK)  # what it read depended on the window
+        if start.offset <= target:  # not recognised, and too far from the end to be kept
+            return TailReader(read_at, packed, start, lib=lib, on_close=on_close)
         if at == 0:
             break
-        # the bytes before the start compress better than the average: step back by
-        # twice what the average says, doubled on each miss
-        over = start.offset - aim
-        at = max(0, start.bit // 8 - (2 << i) * int(packed * (over / size)) - SEARCH)
+        # past the target: the bytes before the start compress better than the average;
+        # step back by twice what the average says, doubled on each miss
+        step = (2 << i) * int(packed * ((start.offset - aim) / size))
+        at = max(0, start.bit // 8 - step - SEARCH)
     raise TailUnavailable(f"no block start found before offset {target}")
 
 
@@ -553,8 +548,6 @@ class TailReader(io.RawIOBase):
         self._a = _inflater(lib, _MARK_A)
         self._b: Any = _inflater(lib, _MARK_B)
         self._agreed = 0  # trailing bytes inflated alike by both
-        self._out = 0  # bytes inflated (by each)
-        self.agree_from: int | None = None  # output index from which both agree for good
         self._tail = b""
         self._done = False
         self._on_close = on_close
@@ -616,19 +609,19 @@ class TailReader(io.RawIOBase):
             self._agreed = WINDOW
         else:
             self._agreed = 0
-        self._out += len(a)
         if self._agreed >= WINDOW:
             self._b = None
-            self.agree_from = self._out - self._agreed
 
     def scan(self, landmark: Landmark, target: int, size: int) -> bool | None:
         """Inflate from the start until ``landmark`` finds uncompressed offset ``target``
         in the output: the start's offset follows (``start``), the reader is left at
         ``target``, and the answer is True. False where the stream ends first, exactly at
         the member's last compressed byte (a true start past ``target``, or a landmark not
-        recognised): ``start`` is then the offset the length inflated gives. None for a
-        false start (an error, more than ``size`` bytes, or an end elsewhere). At most
-        ``KEEP`` bytes are held: a landmark still undecided past that is given up."""
+        recognised): ``start`` is then the offset the length inflated gives, and where
+        ``target`` lies in the last ``END_KEEP`` bytes the reader is left there (``pos``).
+        None for a false start (an error, more than ``size`` bytes, or an end elsewhere).
+        At most ``KEEP`` bytes are held for the landmark: one still undecided past that
+        is given up."""
         buf_a, buf_b = bytearray(), bytearray()
         base = 0  # output index of buf_a[0]
         lo = 0
@@ -640,31 +633,33 @@ class TailReader(io.RawIOBase):
                     break
                 if base + len(buf_a) + len(a) > size:
                     return None
-                if look is None:
-                    base += len(a)
-                    continue
                 buf_a += a
                 buf_b += b
-                hit, lo = look.scan(buf_a, buf_b, lo)
-                if hit is not None:
-                    self._pend_a, self._pend_b = buf_a[hit:], buf_b[hit:]
-                    self.start = target - (base + hit)
-                    self.pos = target
-                    return True
-                cut = max(0, lo - look.behind)
-                if cut:
-                    del buf_a[:cut], buf_b[:cut]
-                    base += cut
-                    lo -= cut
-                if len(buf_a) > KEEP:
-                    base += len(buf_a)
-                    buf_a, buf_b, look = bytearray(), bytearray(), None
+                keep_from = len(buf_a) - END_KEEP
+                if look is not None:
+                    hit, lo = look.scan(buf_a, buf_b, lo)
+                    if hit is not None:
+                        self._pend_a, self._pend_b = buf_a[hit:], buf_b[hit:]
+                        self.start = target - (base + hit)
+                        self.pos = target
+                        return True
+                    keep_from = min(keep_from, lo - look.behind)
+                    if len(buf_a) - keep_from > KEEP:
+                        look, keep_from = None, len(buf_a) - END_KEEP
+                if keep_from > 0:
+                    del buf_a[:keep_from], buf_b[:keep_from]
+                    base += keep_from
+                    lo = max(0, lo - keep_from)
         except self._error:
             return None
         total = base + len(buf_a)
         if not self._a.eof or len(self._a.unused_data) + sum(map(len, self._feed)) > 1:
             return None
         self.start = size - total
+        at = target - self.start - base  # where the target lies in what was kept
+        if 0 <= at < len(buf_a):
+            self._pend_a, self._pend_b = buf_a[at:], buf_b[at:]
+            self.pos = target
         return False
 
     def read(self, n: int | None = -1) -> bytes:

@@ -48,6 +48,8 @@ STRTAB_WHOLE = 256 << 10  # a dynamic string table up to this size is kept whole
 STRING_WINDOW = 4 << 10  # bytes kept at each string a need names (grown while no NUL)
 TAIL_GAP = 8 << 20  # inflating more than this to reach a range: look for a block start near it
 TAIL_RETRY = 4 << 20  # how much further back a second block start is looked for
+TAIL_BACKS = (0, TAIL_RETRY, 4 * TAIL_RETRY, 16 * TAIL_RETRY)
+LANDMARK_BACKS = (0, 256 << 10, 1 << 20, 4 << 20, 16 << 20)
 LANDMARK_GAP = 8 << 20  # the same, for a range recognised by its content (``keep``)
 WHOLE = 1 << 20  # a member up to this size is inflated whole once, then read at its ranges
 
@@ -275,10 +277,11 @@ class _Stream:
 
     def _read_span(self, lo: int, hi: int, landmark: deflatetail.Landmark | None) -> bytearray:
         """``lo..hi``; where a pass from a block start finds bytes that depend on the
-        unread window, again from block starts ``TAIL_RETRY`` and then four and sixteen
-        times that further back (a long run of repeated data can copy from the window for
-        megabytes), then from the start."""
-        for back in (0, TAIL_RETRY, 4 * TAIL_RETRY, 16 * TAIL_RETRY, None):
+        unread window, again from block starts further back (``TAIL_BACKS``, or the finer
+        ``LANDMARK_BACKS`` where each try costs only what lies between: a long run of
+        repeated data can copy from the window for megabytes), then from the start."""
+        backs = LANDMARK_BACKS if landmark is not None else TAIL_BACKS
+        for back in (*backs, None):
             if back is None:
                 self._tails = False
                 back = 0
