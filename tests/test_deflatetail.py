@@ -332,3 +332,18 @@ def test_dynamic_candidates_are_exactly_the_positions_the_rules_allow(seed: int)
         last = len(window) * 8 - dt.HEADER_BITS
         want = [p for p in range(last) if _header_could_start(window, p)]
         assert dt.dynamic_candidates(window) == want
+
+
+def test_an_unrecognised_target_near_the_end_is_read_from_what_the_scan_kept() -> None:
+    """A landmark that is never recognised (a patchelf'd library's segment) near the
+    member's end: the scan to the end checks the start and kept the target's bytes."""
+    size = 3 << 20
+    target = size - (100 << 10)
+    data, token = _with_token(size, target, seed=41)
+    packed = _raw(data)
+    reads: list[int] = []
+    r = dt.locate(_spy(packed, reads), len(packed), size, target, _Token(b"\x02" * 32))
+    assert r.start < target and r.pos == target
+    n = len(reads)
+    a, b = r.read_pair(32)
+    assert a == b == token and len(reads) == n  # from what was kept, nothing read again
