@@ -63,3 +63,35 @@ def test_lock_transformers_fastapi_from_the_real_folder(tmp_path: Path) -> None:
     assert again.returncode == 0 and "unchanged" in again.stdout
     assert "skipped" in again.stdout
     assert lock.read_bytes() == before
+
+
+def test_natives_read_from_blocks_near_each_range_equal_reading_forwards(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every library member (over 64 KiB) of the folder's wheels up to 40 MB, read with the
+    dynamic segment recognised in what a block before it inflates to (forced for every
+    member, not only the far ones), gives the same natives as inflating from the start."""
+    from wh.wheel import natives as nat
+
+    assert FOLDER is not None
+    wheels = [w for w in sorted(FOLDER.glob("*.whl")) if w.stat().st_size <= 40 << 20]
+    members = [m for w in wheels for m in nat.wheel_members(w) if m.size > 64 << 10]
+    assert len(members) > 100, "too few compiled members to say anything"
+    monkeypatch.setattr(nat, "LANDMARK_GAP", 64 << 10)
+    monkeypatch.setattr(nat, "TAIL_GAP", 64 << 10)
+    monkeypatch.setattr(nat, "WHOLE", 0)
+    located = 0
+    real_locate = nat.deflatetail.locate
+
+    def count(*a: object, **k: object) -> nat.deflatetail.TailReader:
+        nonlocal located
+        located += 1
+        return real_locate(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(nat.deflatetail, "locate", count)
+    near = [nat.read_member(m.path, m.size, m.open) for m in members]
+    assert located > len(members) // 2  # the landmark path was taken for most of them
+    monkeypatch.setattr(nat._Inflater, "tail_reader", lambda *a, **k: None)
+    forwards = [nat.read_member(m.path, m.size, m.open) for m in members]
+    assert near == forwards
+    assert sum(1 for b in near if b is not None and b.needed) > 100
