@@ -106,3 +106,22 @@ def test_invalid_tags_nonzero_padding_and_missing_tables_are_refused() -> None:
     no_strtab[4 * 16 : 4 * 16 + 8] = struct.pack("<q", 0x6FFFFFF9)  # DT_RELACOUNT instead
     assert lm.at(no_strtab, no_strtab, 0) is False
     assert lm.at(bytearray(good), bytearray(good), 0) is True
+
+
+def test_bytes_made_of_needles_cost_a_bounded_search_then_the_landmark_is_given_up() -> None:
+    """A hostile member can fill a megabyte with valid entries, each a needle: every
+    position would be a candidate and every candidate a megabyte to parse. The landmark
+    counts what it looks at and gives up past ``BUDGET``; the member is then read as one
+    without a landmark (a start checked at the member's end)."""
+    from wh.wheel import dynlandmark
+
+    size = 1 << 20
+    entries = bytearray(struct.pack("<qQ", 11, 24) * (size // 16 - 1) + bytes(16))
+    data = entries + entries
+    lm = DynamicLandmark(size, OFFSET, VADDR, True, "<", ((0, 1 << 40, 0),))
+    found, _resume = lm.scan(data, data, 0)
+    assert found is None and lm.spent > dynlandmark.BUDGET
+    assert lm.spent <= dynlandmark.BUDGET + size // 16 + 1  # at most one parse past it
+    assert lm.behind == 0  # nothing more is kept for it
+    spent = lm.spent
+    assert lm.scan(data, data, 0)[0] is None and lm.spent == spent

@@ -55,7 +55,10 @@ MAX_SEARCH = 2 << 20  # compressed bytes searched before giving up on a tail sta
 TRIAL = 4096  # compressed bytes a candidate is first tried on
 MAX_TRIES = 8  # candidates inflated to the end before giving up (a hostile stream's bound)
 TRIAL_OUT = 1024  # bytes a candidate must inflate without error to be tried to the end
-CHUNK = 256 << 10  # compressed bytes read at a time
+CHUNK = 256 << 10  # bytes inflated per read
+# compressed bytes given to the inflater at a time: what a read with a limit leaves over is
+# copied (``unconsumed_tail``) on every call, so smaller pieces are copied less
+FEED = 64 << 10
 NEAR = 1 << 20  # a found start this far before the target is not worth a closer one
 HEADER_BITS = 17 + 3 * 19  # a dynamic block's header up to its last code-length code
 _NONZERO = re.compile(rb"[^\x00]")
@@ -284,7 +287,7 @@ def _feed(read_at: ReadAt, packed: int, bit: int, prefix: bytes) -> Iterator[byt
     if prefix:
         yield prefix
     while pos < packed:
-        n = min(CHUNK, packed - pos)
+        n = min(FEED, packed - pos)
         data = read_at(pos, n)
         if len(data) < n:
             raise TailUnavailable("member data cut short")

@@ -29,12 +29,16 @@ linker does not write; a file crafted to carry one misleads only about itself.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DT_NULL, DT_PLTGOT, DT_STRTAB, DT_SYMTAB, DT_SYMENT = 0, 3, 5, 6, 11
 _LAST_GABI_TAG = 37  # DT_RELRENT
 _OS_LO, _PROC_HI = 0x6000000D, 0x7FFFFFFF  # OS-specific through processor-specific tags
 MAX_REACH = 1 << 20  # a global offset table further than this past the segment is not looked at
+# candidate positions and entries looked at before the landmark is given up: a real library
+# costs a few hundred; bytes made of needles and valid entries (a hostile member) cost this
+# much Python at most, then the member is read as without a landmark
+BUDGET = 1 << 16
 
 
 def valid_tag(tag: int) -> bool:
@@ -42,12 +46,13 @@ def valid_tag(tag: int) -> bool:
     return 0 <= tag <= _LAST_GABI_TAG or _OS_LO <= tag <= _PROC_HI
 
 
-@dataclass(frozen=True)
+@dataclass
 class DynamicLandmark:
     """The dynamic segment of one library: ``size`` bytes at file offset ``offset`` and
     address ``vaddr``, in the class (``bits64``) and byte order (``order``: "<" or ">") of
     its ELF header; ``loads`` are its ``PT_LOAD`` segments as (address, file size, file
-    offset), which place the global offset table in the file."""
+    offset), which place the global offset table in the file. One per read: it counts what
+    it has looked at against ``BUDGET``."""
 
     size: int
     offset: int
@@ -55,6 +60,7 @@ class DynamicLandmark:
     bits64: bool
     order: str
     loads: tuple[tuple[int, int, int], ...]
+    spent: int = field(default=0, compare=False, repr=False)
 
     @property
     def entry(self) -> int:
@@ -62,8 +68,8 @@ class DynamicLandmark:
 
     @property
     def behind(self) -> int:
-        """How far before a needle the segment can begin."""
-        return max(0, self.size - self.entry)
+        """How far before a needle the segment can begin (nothing once given up)."""
+        return 0 if self.spent > BUDGET else max(0, self.size - self.entry)
 
     def _fmt(self) -> str:
         return self.order + ("qQ" if self.bits64 else "iI")
@@ -76,10 +82,13 @@ class DynamicLandmark:
         from ``lo`` on; None and the index to resume at where there is none yet (or one
         whose checks need bytes not inflated yet)."""
         needle = self._needle()
-        h = a.find(needle, lo)
+        h = a.find(needle, lo) if self.spent <= BUDGET else -1
         while h >= 0:
             undecided = False
             for k in range(min(self.size // self.entry, h // self.entry + 1)):
+                self.spent += 1
+                if self.spent > BUDGET:
+                    return None, max(lo, len(a) - len(needle) + 1)
                 verdict = self.at(a, b, h - k * self.entry)
                 if verdict:
                     return h - k * self.entry, h
@@ -97,12 +106,15 @@ class DynamicLandmark:
             return False
         if end > len(a):
             return None
+        if a.count(0, end - self.entry, end) != self.entry:  # it ends with DT_NULL or padding
+            return False
         seg = memoryview(a)[q:end]
         if seg != memoryview(b)[q:end]:
             return False
         tags: dict[int, int] = {}
         null = -1
         for i, (tag, val) in enumerate(struct.iter_unpack(self._fmt(), seg)):
+            self.spent += 1
             if tag == DT_NULL:
                 null = i
                 break

@@ -42,6 +42,7 @@ MAX_VERNEED = 4096  # version-need records (files and versions each)
 MAX_NEEDED = 4096  # DT_NEEDED entries / imported DLLs
 MAX_MEMBER = 8 << 30  # a member declaring more than 8 GiB uncompressed is refused
 CHUNK = 256 << 10  # bytes inflated per read: a buffer that stays in the CPU cache and a small heap
+FEED = deflatetail.FEED  # compressed bytes given to the inflater at a time
 VERNEED_WINDOW = 64 << 10  # bytes kept from DT_VERNEED (records of ~100 libraries)
 HEAD = 64 << 10  # bytes kept first from an ELF member: its header and program headers
 STRTAB_WHOLE = 256 << 10  # a dynamic string table up to this size is kept whole
@@ -768,7 +769,7 @@ class _Inflater(io.RawIOBase):
         out = bytearray()
         while len(out) < n:
             if not self._tail and self._left > 0:
-                self._tail = self._f.read(min(CHUNK, self._left))
+                self._tail = self._f.read(min(FEED, self._left))
                 if not self._tail:
                     raise zipfile.BadZipFile("member data cut short")
                 self._left -= len(self._tail)
