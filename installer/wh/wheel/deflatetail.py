@@ -641,7 +641,7 @@ class TailReader(io.RawIOBase):
                 keep_from = len(buf_a) - END_KEEP
                 if look is not None:
                     hit, lo = look.scan(buf_a, buf_b, lo)
-                    if hit is not None:
+                    if hit is not None and base + hit <= target:  # else not the one
                         self._pend_a, self._pend_b = buf_a[hit:], buf_b[hit:]
                         self.start = target - (base + hit)
                         self.pos = target
@@ -659,6 +659,7 @@ class TailReader(io.RawIOBase):
         if not self._a.eof or len(self._a.unused_data) + sum(map(len, self._feed)) > 1:
             return None
         self.start = size - total
+        self.pos = size  # read_pair counted from a start it did not know
         at = target - self.start - base  # where the target lies in what was kept
         if 0 <= at < len(buf_a):
             self._pend_a, self._pend_b = buf_a[at:], buf_b[at:]
