@@ -478,6 +478,25 @@ def _scan_from(
     """The first candidate from compressed byte ``at`` on that ``TailReader.scan``
     checks: its reader, its start, and whether the landmark was found (the reader is then
     left at ``target``; else it was read to the end)."""
+    for bit, prefix in _candidates(read_at, packed, at):
+        reader = TailReader(read_at, packed, Start(bit, prefix, 0), lib=lib)
+        got = reader.scan(landmark, target, size)
+        if got is not None:
+            return reader, Start(bit, prefix, reader.start), got
+    raise TailUnavailable("no block start in the searched compressed bytes")
+
+
+def earlier(found: list[Start], target: int, floor: int = 0) -> Start | None:
+    """The latest of the checked starts ``found`` at or before ``target`` (and at or after
+    ``floor``): a start that costs no search."""
+    fit = [s for s in found if floor <= s.offset <= target]
+    return max(fit, key=lambda s: s.offset) if fit else None
+
+
+def _candidates(read_at: ReadAt, packed: int, at: int) -> Iterator[tuple[int, bytes]]:
+    """Candidate block starts from compressed byte ``at`` on that pass ``_trial``, as (bit,
+    prefix): at most ``MAX_SEARCH`` bytes searched and ``MAX_TRIES`` candidates given,
+    since the caller inflates each one towards the end (up to ``size`` bytes each)."""
     searched = 0
     tries = 0
     while searched < MAX_SEARCH and at + searched < packed:
@@ -491,40 +510,15 @@ def _scan_from(
             tries += 1
             if tries > MAX_TRIES:
                 raise TailUnavailable(f"{MAX_TRIES} candidate block starts did not check out")
-            reader = TailReader(read_at, packed, Start(base * 8 + bit, prefix, 0), lib=lib)
-            got = reader.scan(landmark, target, size)
-            if got is None:
-                continue
-            return reader, Start(base * 8 + bit, prefix, reader.start), got
+            yield base * 8 + bit, prefix
         searched += SEARCH
-    raise TailUnavailable("no block start in the searched compressed bytes")
-
-
-def earlier(found: list[Start], target: int, floor: int = 0) -> Start | None:
-    """The latest of the checked starts ``found`` at or before ``target`` (and at or after
-    ``floor``): a start that costs no search."""
-    fit = [s for s in found if floor <= s.offset <= target]
-    return max(fit, key=lambda s: s.offset) if fit else None
 
 
 def _search(read_at: ReadAt, packed: int, size: int, at: int, lib: Any) -> Start:
-    searched = 0
-    tries = 0  # candidates inflated towards the end: each may cost up to ``size`` bytes
-    while searched < MAX_SEARCH and at + searched < packed:
-        base = at + searched
-        window = read_at(base, min(SEARCH + HEADER_BITS, packed - base))
-        cands = [(b, _lead(window, b)) for b in dynamic_candidates(window) if b < SEARCH * 8]
-        cands += [(8 * i, b"\x00") for i in stored_candidates(window) if i < SEARCH]
-        for bit, prefix in sorted(cands):
-            if not _trial(window, bit, prefix):
-                continue
-            tries += 1
-            if tries > MAX_TRIES:
-                raise TailUnavailable(f"{MAX_TRIES} candidate block starts did not check out")
-            total = _length_to_end(read_at, packed, size, base * 8 + bit, prefix, lib)
-            if total is not None:
-                return Start(base * 8 + bit, prefix, size - total)
-        searched += SEARCH
+    for bit, prefix in _candidates(read_at, packed, at):
+        total = _length_to_end(read_at, packed, size, bit, prefix, lib)
+        if total is not None:
+            return Start(bit, prefix, size - total)
     raise TailUnavailable("no block start in the searched compressed bytes")
 
 
