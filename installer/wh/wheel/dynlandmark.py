@@ -29,6 +29,7 @@ linker does not write; a file crafted to carry one misleads only about itself.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 DT_NULL, DT_PLTGOT, DT_STRTAB, DT_SYMTAB, DT_SYMENT = 0, 3, 5, 6, 11
@@ -39,6 +40,15 @@ MAX_REACH = 1 << 20  # a global offset table further than this past the segment 
 # costs a few hundred; bytes made of needles and valid entries (a hostile member) cost this
 # much Python at most, then the member is read as without a landmark
 BUDGET = 1 << 16
+
+
+def file_offset(loads: Iterable[tuple[int, int, int]], addr: int, width: int = 1) -> int | None:
+    """Where the ``width`` bytes at address ``addr`` lie in the file, by the ``PT_LOAD``
+    segments ``loads`` (address, file size, file offset); None where none holds them."""
+    for vaddr, filesz, off in loads:
+        if vaddr <= addr and addr + width <= vaddr + filesz:
+            return addr - vaddr + off
+    return None
 
 
 def valid_tag(tag: int) -> bool:
@@ -126,10 +136,11 @@ class DynamicLandmark:
         rest = seg[null * self.entry :]
         if rest.nbytes and bytes(rest).count(0) != rest.nbytes:
             return False
-        got = self._file_offset(tags.get(DT_PLTGOT))
+        word = 8 if self.bits64 else 4
+        pltgot = tags.get(DT_PLTGOT)
+        got = None if pltgot is None else file_offset(self.loads, pltgot, word)
         if got is None or abs(got - self.offset) > MAX_REACH:
             return False
-        word = 8 if self.bits64 else 4
         w = q + (got - self.offset)
         if w < 0:
             return False
@@ -139,11 +150,3 @@ class DynamicLandmark:
             return False
         value = int.from_bytes(a[w : w + word], "little" if self.order == "<" else "big")
         return value == self.vaddr
-
-    def _file_offset(self, addr: int | None) -> int | None:
-        if addr is None:
-            return None
-        for vaddr, filesz, off in self.loads:
-            if vaddr <= addr and addr + (8 if self.bits64 else 4) <= vaddr + filesz:
-                return addr - vaddr + off
-        return None

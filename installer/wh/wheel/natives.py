@@ -32,7 +32,7 @@ from typing import IO, Any, cast
 
 from wh.model.loadkinds import BinaryFormat
 from wh.wheel import deflatetail
-from wh.wheel.dynlandmark import DynamicLandmark
+from wh.wheel.dynlandmark import DT_NULL, DT_STRTAB, DynamicLandmark, file_offset
 from wh.wheel.wheelfile import _fast_index  # one read of the central directory
 
 PREFIX = 8 << 20  # bytes kept from the start of every member
@@ -42,7 +42,6 @@ MAX_VERNEED = 4096  # version-need records (files and versions each)
 MAX_NEEDED = 4096  # DT_NEEDED entries / imported DLLs
 MAX_MEMBER = 8 << 30  # a member declaring more than 8 GiB uncompressed is refused
 CHUNK = 256 << 10  # bytes inflated per read: a buffer that stays in the CPU cache and a small heap
-FEED = deflatetail.FEED  # compressed bytes given to the inflater at a time
 VERNEED_WINDOW = 64 << 10  # bytes kept from DT_VERNEED (records of ~100 libraries)
 HEAD = 64 << 10  # bytes kept first from an ELF member: its header and program headers
 STRTAB_WHOLE = 256 << 10  # a dynamic string table up to this size is kept whole
@@ -304,15 +303,14 @@ class _Stream:
         before = [c for c in self._cursors if c.pos <= offset]
         best = max(before, key=lambda c: c.pos) if before else None
         behind = offset - (best.pos if best is not None else 0)
+        tail = None
+        floor = best.pos if best is not None else 0
         if landmark is not None and behind > LANDMARK_GAP and self._tails:
-            tail = self._tail(offset, best.pos if best is not None else 0, back, landmark)
-            if tail is not None:
-                return tail
+            tail = self._tail(offset, floor, back, landmark)
         elif behind > TAIL_GAP and self._tails and self._size - offset < behind:
-            floor = best.pos if best is not None else 0
-            tail = self._tail(max(floor, offset - back), floor, back)
-            if tail is not None:
-                return tail
+            tail = self._tail(offset, floor, back)
+        if tail is not None:
+            return tail
         if best is not None:
             return best
         return self._add(_Cursor(self._open()))
@@ -326,7 +324,7 @@ class _Stream:
     ) -> _Cursor | None:
         make = getattr(self._cursors[0].f, "tail_reader", None) if self._cursors else None
         reader = (
-            make(offset, floor, self._size, retry=back > 0, landmark=landmark, before=back)
+            make(offset, floor, self._size, before=back, landmark=landmark)
             if make is not None
             else None
         )
@@ -425,7 +423,7 @@ _DYN = ("iI", "qQ")  # d_tag (signed), d_val
 _VERNEED = "HHIII"  # vn_version, vn_cnt, vn_file, vn_aux, vn_next (both classes)
 _VERNAUX = "IHHII"  # vna_hash, vna_flags, vna_other, vna_name, vna_next
 PT_LOAD, PT_DYNAMIC = 1, 2
-DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ = 0, 1, 5, 10
+DT_NEEDED, DT_STRSZ = 1, 10
 DT_SONAME, DT_RPATH, DT_RUNPATH = 14, 15, 29
 DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFE, 0x6FFFFFFF
 
@@ -519,10 +517,10 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     addrs = dict(raw)
 
     def offset(addr: int) -> int:
-        for vaddr, filesz, off in loads:
-            if vaddr <= addr < vaddr + filesz:
-                return addr - vaddr + off
-        raise _Unreadable(f"address {addr:#x} lies in no loaded segment")
+        found = file_offset(loads, addr)
+        if found is None:
+            raise _Unreadable(f"address {addr:#x} lies in no loaded segment")
+        return found
 
     strtab_addr, strsz = addrs.get(DT_STRTAB), addrs.get(DT_STRSZ, 0)
     if strtab_addr is None:
@@ -769,7 +767,7 @@ class _Inflater(io.RawIOBase):
         out = bytearray()
         while len(out) < n:
             if not self._tail and self._left > 0:
-                self._tail = self._f.read(min(FEED, self._left))
+                self._tail = self._f.read(min(deflatetail.FEED, self._left))
                 if not self._tail:
                     raise zipfile.BadZipFile("member data cut short")
                 self._left -= len(self._tail)
@@ -790,17 +788,21 @@ class _Inflater(io.RawIOBase):
         floor: int,
         size: int,
         *,
-        retry: bool = False,
-        landmark: deflatetail.Landmark | None = None,
         before: int = 0,
+        landmark: deflatetail.Landmark | None = None,
     ) -> deflatetail.TailReader | None:
         """A reader from a checked deflate block start at or before ``target`` (past
         ``floor``), on its own file handle; None where the member is not deflated or no
-        block start checks out. A start checked before is reused, without a search,
-        where it lies within ``deflatetail.NEAR`` of ``target``, or on a ``retry`` (the
-        caller wants one further back than the last)."""
+        block start checks out. ``before``: a read from a nearer start depended on the
+        unread window, so one at least this much further back is wanted. ``landmark``
+        recognises ``target``'s bytes (``deflatetail.locate``). A start checked before is
+        reused, without a search, where it lies within ``deflatetail.NEAR`` of
+        ``target``, or on a retry (``before``)."""
         if self._method != 8:
             return None
+        retry = before > 0
+        if landmark is None:
+            target = max(floor, target - before)
         f = self._path.open("rb")
         base = self._base
 
