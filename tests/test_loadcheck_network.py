@@ -19,8 +19,8 @@ The sha256 in the lock is of the sparse copies: the lock is not for installing.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-import urllib.request
 import zipfile
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
+import urllib3
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from wh.model.target import declared
 from wh.wheel.natives import is_library_name
@@ -41,15 +42,38 @@ PLATFORM = ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.12")
 FETCH_LIMIT = {"sglang-kernel": 17 << 20, "torch": 4 << 20, "nvidia-cuda-runtime-cu12": 4 << 20}
 
 
+def _pool() -> urllib3.PoolManager:
+    """One pool for every request of the fixture, patient with a flaky network.
+
+    The fixture makes a few hundred requests in a burst; one dropped connection or a
+    moment without name resolution must not turn the whole module into errors. wh's own
+    client retries too (indexclient), this is the test's copy of that promise.
+    """
+    retries = urllib3.Retry(
+        total=8,
+        backoff_factor=1.0,
+        status_forcelist=(429, 500, 502, 503, 504),
+        allowed_methods=frozenset({"GET"}),
+        raise_on_status=False,
+    )
+    cert = os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
+    return urllib3.PoolManager(maxsize=16, retries=retries, ca_certs=cert)
+
+
+_POOL = _pool()
+
+
 def _get(url: str, start: int | None = None, end: int | None = None) -> bytes:
     headers = {"Accept": "application/vnd.pypi.simple.v1+json"}
     if start is not None:
         headers = {"Range": f"bytes={start}-{(end or 0) - 1}"}
-    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=120) as r:
-        data: bytes = r.read()
-        if start is not None and r.status != 206:
-            raise RuntimeError(f"{url}: the server ignored the range request ({r.status})")
-        return data
+    r = _POOL.request("GET", url, headers=headers, timeout=urllib3.Timeout(connect=30, read=120))
+    if r.status >= 400:
+        raise RuntimeError(f"{url}: {r.status} {r.reason}")
+    if start is not None and r.status != 206:
+        raise RuntimeError(f"{url}: the server ignored the range request ({r.status})")
+    data: bytes = r.data
+    return data
 
 
 def _pins(tmp_path: Path) -> list[tuple[str, str]]:
@@ -83,6 +107,7 @@ def _pins(tmp_path: Path) -> list[tuple[str, str]]:
         text=True,
         timeout=600,
         check=False,
+        env={**os.environ, "UV_HTTP_RETRIES": "8"},  # a flaky network is not the test's subject
     )
     assert done.returncode == 0, done.stderr
     pins = []
