@@ -573,6 +573,9 @@ class TailReader(io.RawIOBase):
             del self._pend_a[:k], self._pend_b[:k]
             self.pos += k
             return a, b
+        if self._b is None:
+            one = self._read_single(n)
+            return one, one
         out_a = bytearray()
         out_b = bytearray()
         while len(out_a) < n and not self._done:
@@ -599,6 +602,27 @@ class TailReader(io.RawIOBase):
         self.pos += len(out_a)
         return bytes(out_a), bytes(out_b)
 
+    def _read_single(self, n: int) -> bytes:
+        """Up to ``n`` bytes of the one inflation left, without the pairwise copies."""
+        pieces: list[bytes] = []
+        got = 0
+        while got < n and not self._done:
+            if not self._tail:
+                self._tail = next(self._feed, b"")
+                if not self._tail:
+                    pieces.append(self._a.flush())
+                    self._done = True
+                    break
+            piece = self._a.decompress(self._tail, n - got)
+            self._tail = self._a.unconsumed_tail
+            pieces.append(piece)
+            got += len(piece)
+            if self._a.eof:
+                self._done = True
+        out = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        self.pos += len(out)
+        return out
+
     def _agree(self, a: bytes, b: bytes) -> None:
         if a == b:
             self._agreed += len(a)
@@ -623,6 +647,7 @@ class TailReader(io.RawIOBase):
         base = 0  # output index of buf_a[0]
         lo = 0
         look: Landmark | None = landmark
+        single_at = -1  # output index from which both inflations are one
         try:
             while True:
                 a, b = self.read_pair(CHUNK)
@@ -631,7 +656,14 @@ class TailReader(io.RawIOBase):
                 if base + len(buf_a) + len(a) > size:
                     return None
                 buf_a += a
-                buf_b += b
+                if buf_b is not buf_a:
+                    buf_b += b
+                    # once the bytes kept agree and no later byte can differ, one buffer
+                    # stands for both (what is compared is then compared with itself)
+                    if self.single and single_at < 0:
+                        single_at = base + len(buf_a)
+                        if buf_a == buf_b:
+                            buf_b = buf_a
                 keep_from = len(buf_a) - END_KEEP
                 if look is not None:
                     hit, lo = look.scan(buf_a, buf_b, lo)
@@ -644,9 +676,13 @@ class TailReader(io.RawIOBase):
                     if len(buf_a) - keep_from > KEEP:
                         look, keep_from = None, len(buf_a) - END_KEEP
                 if keep_from > 0:
-                    del buf_a[:keep_from], buf_b[:keep_from]
+                    del buf_a[:keep_from]
+                    if buf_b is not buf_a:
+                        del buf_b[:keep_from]
                     base += keep_from
                     lo = max(0, lo - keep_from)
+                    if 0 <= single_at <= base and buf_b is not buf_a:
+                        buf_b = buf_a  # what differed is gone
         except self._error:
             return None
         total = base + len(buf_a)

@@ -764,23 +764,25 @@ class _Inflater(io.RawIOBase):
 
     def read(self, n: int | None = -1) -> bytes:
         n = CHUNK if n is None or n < 0 else n
-        out = bytearray()
-        while len(out) < n:
+        pieces: list[bytes] = []  # joined once: no copy where one piece is the answer
+        got = 0
+        while got < n:
             if not self._tail and self._left > 0:
                 self._tail = self._f.read(min(deflatetail.FEED, self._left))
                 if not self._tail:
                     raise zipfile.BadZipFile("member data cut short")
                 self._left -= len(self._tail)
             if self._z is None:
-                piece, self._tail = self._tail[: n - len(out)], self._tail[n - len(out) :]
+                piece, self._tail = self._tail[: n - got], self._tail[n - got :]
             else:
                 # with all input read, the inflater may still hold output (ISA-L does)
-                piece = self._z.decompress(self._tail, n - len(out))
+                piece = self._z.decompress(self._tail, n - got)
                 self._tail = self._z.unconsumed_tail
             if not piece and not self._tail and self._left <= 0:
                 break
-            out += piece
-        return bytes(out)
+            pieces.append(piece)
+            got += len(piece)
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     def tail_reader(
         self,
