@@ -11,7 +11,7 @@ import re
 import shutil
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -199,16 +199,26 @@ class Prefetch:
 
     def __init__(self, wheels: Iterable[Wheel]) -> None:
         paths = [w.path for w in wheels if not w.sha256 and not (w.path.parent / RECORDS).is_dir()]
-        self._reading = _Reading(paths, threads=1) if paths else None
+        # listing the members of every wheel is Python work of its own: it is done on the
+        # background thread too, so the lock's hashing starts at once
+        self._starter = ThreadPoolExecutor(max_workers=1) if paths else None
+        self._reading: Future[_Reading] | None = None
+        if self._starter is not None:
+            self._reading = self._starter.submit(_Reading, paths, 1)
 
     def take(self, path: Path) -> nat.Natives | None:
-        if self._reading is None or path not in self._reading:
+        if self._reading is None:
             return None
-        return self._reading.natives(path)
+        reading = self._reading.result()
+        return reading.natives(path) if path in reading else None
 
     def close(self) -> None:
-        if self._reading is not None:
-            self._reading.close()
+        if self._reading is not None and self._starter is not None:
+            # a listing that failed has no pool to stop; take() raised its error already
+            if self._reading.exception() is None:
+                self._reading.result().close()
+            self._starter.shutdown()
+            self._reading = None
 
     def __enter__(self) -> Prefetch:
         return self
