@@ -573,55 +573,36 @@ class TailReader(io.RawIOBase):
             del self._pend_a[:k], self._pend_b[:k]
             self.pos += k
             return a, b
-        if self._b is None:
-            one = self._read_single(n)
-            return one, one
-        out_a = bytearray()
-        out_b = bytearray()
-        while len(out_a) < n and not self._done:
-            if not self._tail:
-                self._tail = next(self._feed, b"")
-                if not self._tail:
-                    last = self._a.flush()
-                    out_a += last
-                    out_b += self._b.flush() if self._b is not None else last
-                    self._done = True
-                    break
-            want = n - len(out_a)
-            piece_a = self._a.decompress(self._tail, want)
-            if self._b is not None:
-                piece_b = self._b.decompress(self._tail, want)
-                self._agree(piece_a, piece_b)
-            else:
-                piece_b = piece_a
-            self._tail = self._a.unconsumed_tail
-            out_a += piece_a
-            out_b += piece_b
-            if self._a.eof:
-                self._done = True
-        self.pos += len(out_a)
-        return bytes(out_a), bytes(out_b)
+        pieces = list(self._pieces(n))
+        a = b"".join([p for p, _ in pieces])  # one piece is returned as it is, not copied
+        same = all(p is q for p, q in pieces)
+        b = a if same else b"".join([q for _, q in pieces])
+        self.pos += len(a)
+        return a, b
 
-    def _read_single(self, n: int) -> bytes:
-        """Up to ``n`` bytes of the one inflation left, without the pairwise copies."""
-        pieces: list[bytes] = []
+    def _pieces(self, n: int) -> Iterator[tuple[bytes, bytes]]:
+        """The next pieces of both inflations, up to ``n`` bytes: the same object twice
+        from where they agreed on a whole window (one inflation, no second copy)."""
         got = 0
         while got < n and not self._done:
             if not self._tail:
                 self._tail = next(self._feed, b"")
                 if not self._tail:
-                    pieces.append(self._a.flush())
+                    last = self._a.flush()
                     self._done = True
-                    break
-            piece = self._a.decompress(self._tail, n - got)
+                    yield last, (self._b.flush() if self._b is not None else last)
+                    return
+            piece_a = self._a.decompress(self._tail, n - got)
+            if self._b is not None:
+                piece_b = self._b.decompress(self._tail, n - got)
+                self._agree(piece_a, piece_b)
+            else:
+                piece_b = piece_a
             self._tail = self._a.unconsumed_tail
-            pieces.append(piece)
-            got += len(piece)
+            got += len(piece_a)
             if self._a.eof:
                 self._done = True
-        out = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        self.pos += len(out)
-        return out
+            yield piece_a, piece_b
 
     def _agree(self, a: bytes, b: bytes) -> None:
         if a == b:
@@ -658,12 +639,8 @@ class TailReader(io.RawIOBase):
                 buf_a += a
                 if buf_b is not buf_a:
                     buf_b += b
-                    # once the bytes kept agree and no later byte can differ, one buffer
-                    # stands for both (what is compared is then compared with itself)
                     if self.single and single_at < 0:
                         single_at = base + len(buf_a)
-                        if buf_a == buf_b:
-                            buf_b = buf_a
                 keep_from = len(buf_a) - END_KEEP
                 if look is not None:
                     hit, lo = look.scan(buf_a, buf_b, lo)
@@ -681,8 +658,10 @@ class TailReader(io.RawIOBase):
                         del buf_b[:keep_from]
                     base += keep_from
                     lo = max(0, lo - keep_from)
-                    if 0 <= single_at <= base and buf_b is not buf_a:
-                        buf_b = buf_a  # what differed is gone
+                    if 0 <= single_at <= base:
+                        # what differed is gone and no later byte can differ: one buffer
+                        # stands for both (what is compared is then compared with itself)
+                        buf_b = buf_a
         except self._error:
             return None
         total = base + len(buf_a)

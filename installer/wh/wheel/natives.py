@@ -764,7 +764,7 @@ class _Inflater(io.RawIOBase):
 
     def read(self, n: int | None = -1) -> bytes:
         n = CHUNK if n is None or n < 0 else n
-        pieces: list[bytes] = []  # joined once: no copy where one piece is the answer
+        pieces: list[bytes] = []
         got = 0
         while got < n:
             if not self._tail and self._left > 0:
@@ -782,7 +782,7 @@ class _Inflater(io.RawIOBase):
                 break
             pieces.append(piece)
             got += len(piece)
-        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return b"".join(pieces)  # one piece is returned as it is, not copied
 
     def tail_reader(
         self,
