@@ -30,6 +30,7 @@ import pytest
 import tomllib
 import urllib3
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from wh.airgap.indexclient import _pool_manager
 from wh.model.target import declared
 from wh.wheel.natives import is_library_name
 
@@ -42,32 +43,25 @@ PLATFORM = ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.12")
 FETCH_LIMIT = {"sglang-kernel": 17 << 20, "torch": 4 << 20, "nvidia-cuda-runtime-cu12": 4 << 20}
 
 
-def _pool() -> urllib3.PoolManager:
-    """One pool for every request of the fixture, patient with a flaky network.
-
-    The fixture makes a few hundred requests in a burst; one dropped connection or a
-    moment without name resolution must not turn the whole module into errors. wh's own
-    client retries too (indexclient), this is the test's copy of that promise.
-    """
-    retries = urllib3.Retry(
-        total=8,
-        backoff_factor=1.0,
-        status_forcelist=(429, 500, 502, 503, 504),
-        allowed_methods=frozenset({"GET"}),
-        raise_on_status=False,
-    )
-    cert = os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
-    return urllib3.PoolManager(maxsize=16, retries=retries, ca_certs=cert)
-
-
-_POOL = _pool()
+# wh's own connection pool (its certificates and proxy), with more patience per request:
+# the fixture makes a few hundred requests in a burst, and one dropped connection or a
+# moment without name resolution must not turn the whole module into errors
+_POOL = _pool_manager()
+_PATIENT = urllib3.Retry(
+    total=8,
+    backoff_factor=1.0,
+    status_forcelist=(429, 500, 502, 503, 504),
+    allowed_methods=frozenset({"GET"}),
+    raise_on_status=False,
+)
 
 
 def _get(url: str, start: int | None = None, end: int | None = None) -> bytes:
     headers = {"Accept": "application/vnd.pypi.simple.v1+json"}
     if start is not None:
         headers = {"Range": f"bytes={start}-{(end or 0) - 1}"}
-    r = _POOL.request("GET", url, headers=headers, timeout=urllib3.Timeout(connect=30, read=120))
+    timeout = urllib3.Timeout(connect=30, read=120)
+    r = _POOL.request("GET", url, headers=headers, retries=_PATIENT, timeout=timeout)
     if r.status >= 400:
         raise RuntimeError(f"{url}: {r.status} {r.reason}")
     if start is not None and r.status != 206:
