@@ -7,6 +7,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -279,6 +280,85 @@ def test_natives_read_while_hashing_are_the_ones_read_after_and_only_where_no_ca
     (house / RECORDS).mkdir()
     with loadscan.Prefetch(wheels) as pre:
         assert pre.take(wheels[0].path) is None and not reads
+
+
+def _forge_crc(wheel: Path, member: str, crc: int) -> None:
+    """Write ``crc`` as ``member``'s CRC-32 in both of its zip headers."""
+    data = bytearray(wheel.read_bytes())
+    name = member.encode()
+    for sig, at in ((b"PK\x03\x04", 14), (b"PK\x01\x02", 16)):
+        i = data.find(sig)
+        while i >= 0:
+            n_at = 26 if sig == b"PK\x03\x04" else 28
+            n = int.from_bytes(data[i + n_at : i + n_at + 2], "little")
+            head = 30 if sig == b"PK\x03\x04" else 46
+            if bytes(data[i + head : i + head + n]) == name:
+                data[i + at : i + at + 4] = crc.to_bytes(4, "little")
+            i = data.find(sig, i + 4)
+    wheel.write_bytes(bytes(data))
+
+
+@needs_gcc
+def test_a_library_shipped_twice_is_inflated_once_and_a_forged_twin_is_read(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same library stored the same way, in two wheels or under two names of one, is
+    read once and each copy carries its own name; a member whose zip headers say the same
+    (method, CRC-32, sizes) but whose bytes differ is read on its own."""
+    import zipfile
+
+    from wh.app import loadscan
+
+    house = tmp_path / "wh"
+    house.mkdir()
+    ops = elf["ops12.so"]
+    other = elf["ops13.so"]
+    width = max(len(ops), len(other))
+    ops, other = ops.ljust(width, b"\0"), other.ljust(width, b"\0")  # trailing bytes: inert
+    twice = house / "twice-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(twice, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("twice/a.so", ops)
+        z.writestr("twice/b.so.1", ops)
+    elsewhere = house / "elsewhere-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(elsewhere, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("elsewhere/a.so", ops)
+    forged = house / "forged-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(forged, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("forged/a.so", ops)
+        z.writestr("forged/b.so", other)
+    _forge_crc(forged, "forged/b.so", zipfile.crc32(ops))
+    reads: list[str] = []
+    real = loadscan.nat.read_member
+
+    def spy(member: str, *a: Any) -> Binary | None:
+        reads.append(member)
+        return real(member, *a)
+
+    monkeypatch.setattr(loadscan.nat, "read_member", spy)
+    paths = [twice, elsewhere, forged]
+    reading = loadscan._Reading(paths, 2)
+    try:
+        got = {p: reading.natives(p) for p in paths}
+    finally:
+        reading.close()
+    # one deflated read for the three deflated copies; the stored pair, forged alike, twice
+    assert sorted(reads) == sorted(["twice/a.so", "forged/a.so", "forged/b.so"])
+    by_name = {b.member: b for n in got.values() for b in n.binaries}
+    assert set(by_name) == {
+        "twice/a.so",
+        "twice/b.so.1",
+        "elsewhere/a.so",
+        "forged/a.so",
+        "forged/b.so",
+    }
+    for name in ("twice/b.so.1", "elsewhere/a.so", "forged/a.so"):
+        assert by_name[name] == replace(by_name["twice/a.so"], member=name)
+    assert "libcudart.so.12" in by_name["twice/a.so"].needed
+    assert "libcudart.so.13" in by_name["forged/b.so"].needed
+    # each copy reads as it would on its own
+    monkeypatch.setattr(loadscan.nat, "read_member", real)
+    for p in paths:
+        assert got[p] == wheel_natives(p)
 
 
 @needs_gcc

@@ -12,6 +12,7 @@ import shutil
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -154,9 +155,23 @@ def natives_of(path: Path, sha256: str = "") -> nat.Natives:
     return read_many([(path, sha256)])[path]
 
 
+def _read_like(
+    lead: nat.Member, read: Future[nat.Binary | None], m: nat.Member
+) -> nat.Binary | None:
+    """``m``'s needs: those ``lead`` was read to, where both store the same bytes (a
+    library shipped twice, by two wheels or under two names), else read."""
+    if nat.same_data(lead, m):
+        got = read.result()
+        return None if got is None else replace(got, member=m.path)
+    return nat.read_member(m.path, m.size, m.open)
+
+
 class _Reading:
     """The members of some wheels being read on a pool of ``usable_cores()`` threads,
-    largest first (inflating releases the GIL); ``natives(path)`` waits for one wheel's."""
+    largest first (inflating releases the GIL); ``natives(path)`` waits for one wheel's.
+    A member stored with the same bytes as one read before it waits for that one's result
+    instead of inflating again (``_read_like``): the lead was submitted first, so it runs
+    before or beside the one that waits."""
 
     def __init__(self, paths: Sequence[Path], threads: int = 0) -> None:
         self._members: dict[Path, list[nat.Member]] = {}
@@ -174,9 +189,15 @@ class _Reading:
         tasks.sort(key=lambda m: -m.size)
         threads = threads or usable_cores()
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(len(tasks), threads)))
-        self._futures = {
-            id(m): self._pool.submit(nat.read_member, m.path, m.size, m.open) for m in tasks
-        }
+        self._futures: dict[int, Future[nat.Binary | None]] = {}
+        leads: dict[tuple[int, tuple[int, int, int]], nat.Member] = {}
+        for m in tasks:
+            lead = leads.setdefault((m.size, m.key), m) if m.key is not None else m
+            if lead is m:
+                fut = self._pool.submit(nat.read_member, m.path, m.size, m.open)
+            else:
+                fut = self._pool.submit(_read_like, lead, self._futures[id(lead)], m)
+            self._futures[id(m)] = fut
 
     def __contains__(self, path: Path) -> bool:
         return path in self._members or path in self._unreadable

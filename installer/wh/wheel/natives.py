@@ -738,21 +738,61 @@ except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fall
 _LOCAL = struct.Struct("<4s22xHH")  # local file header: signature, name and extra lengths
 
 
+def _member_data(path: Path, name: str, offset: int) -> IO[bytes]:
+    """The archive opened at the first byte of a member's data, past its local header."""
+    f = path.open("rb")
+    try:
+        f.seek(offset)
+        head = f.read(_LOCAL.size)
+        if len(head) != _LOCAL.size:
+            raise zipfile.BadZipFile(f"{name}: truncated local header")
+        sig, nlen, xlen = _LOCAL.unpack(head)
+        if sig != b"PK\x03\x04" or f.read(nlen) != name.encode("utf-8"):
+            raise zipfile.BadZipFile(f"{name}: bad local file header")
+        f.seek(xlen, io.SEEK_CUR)
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
+RAW_CHUNK = 1 << 20  # compressed bytes compared at a time (``same_data``)
+
+
+def _raw_chunks(path: Path, name: str, offset: int, packed: int) -> Iterator[bytes]:
+    """A member's stored (compressed) bytes, in chunks."""
+    with _member_data(path, name, offset) as f:
+        left = packed
+        while left > 0:
+            chunk = f.read(min(RAW_CHUNK, left))
+            if not chunk:
+                raise zipfile.BadZipFile(f"{name}: member data cut short")
+            left -= len(chunk)
+            yield chunk
+
+
+def same_data(a: Member, b: Member) -> bool:
+    """Whether two members store the same bytes, the same way (then they inflate to the same
+    library and one read stands for both): their central directories agree on method,
+    CRC-32 and sizes, and every stored byte is compared (a CRC alone is easily forged)."""
+    if a.key is None or a.key != b.key or a.size != b.size or a.raw is None or b.raw is None:
+        return False
+    try:
+        for x, y in zip(a.raw(), b.raw(), strict=True):
+            if x != y:
+                return False
+    except (ValueError, OSError, zipfile.BadZipFile):  # lengths differ, or unreadable
+        return False
+    return True
+
+
 class _Inflater(io.RawIOBase):
     """One zip member as a forward-only stream, inflated from the archive's bytes with no
     CRC pass (wh stops reading once it has the ranges it needs; the lock's sha256 of the
     whole wheel vouches for its bytes). Each read inflates at most what it returns."""
 
     def __init__(self, path: Path, name: str, offset: int, packed: int, method: int) -> None:
-        self._f = path.open("rb")
-        self._f.seek(offset)
-        head = self._f.read(_LOCAL.size)
-        if len(head) != _LOCAL.size:
-            raise zipfile.BadZipFile(f"{name}: truncated local header")
-        sig, nlen, xlen = _LOCAL.unpack(head)
-        if sig != b"PK\x03\x04" or self._f.read(nlen) != name.encode("utf-8"):
-            raise zipfile.BadZipFile(f"{name}: bad local file header")
-        self._f.seek(xlen, io.SEEK_CUR)
+        self._f = _member_data(path, name, offset)
         self._path, self._base, self._packed, self._method = path, self._f.tell(), packed, method
         self._left = packed
         self._z = _inflate_lib.decompressobj(-15) if method == 8 else None
@@ -860,6 +900,10 @@ class Member:
     path: str  # installed path (``installed_path``)
     size: int
     open: Callable[[], IO[bytes]] = field(compare=False, repr=False)
+    # how the central directory stores it (method, CRC-32, compressed size) and its stored
+    # bytes: what ``same_data`` compares; None where zipfile streams the member
+    key: tuple[int, int, int] | None = field(default=None, compare=False)
+    raw: Callable[[], Iterator[bytes]] | None = field(default=None, compare=False, repr=False)
 
 
 def wheel_members(path: Path) -> list[Member]:
@@ -881,7 +925,11 @@ def wheel_members(path: Path) -> list[Member]:
             ) -> IO[bytes]:
                 return cast(IO[bytes], _Inflater(path, n, o, p, m))
 
-            out.append(Member(installed_path(name), size, opener))
+            def raw(n: str = name, o: int = offset, p: int = packed) -> Iterator[bytes]:
+                return _raw_chunks(path, n, o, p)
+
+            key = (method, e[3], packed)
+            out.append(Member(installed_path(name), size, opener, key, raw))
         return out
     with zipfile.ZipFile(path) as zf:
         for info in zf.infolist():
