@@ -260,3 +260,86 @@ def test_the_one_dist_info_folder_of_a_wheel_is_found_by_its_member_files() -> N
         dist_info_folder(two)
     with pytest.raises(WheelProblem, match=re.escape("exactly one .dist-info folder, found none")):
         dist_info_folder(["pkg/__init__.py"])
+
+
+def test_a_narrowed_index_keeps_only_its_members_and_checks_every_entry(tmp_path: Path) -> None:
+    """``_fast_index(path, keep)`` gives the full index's rows for the names kept, a reader
+    of those, and steps aside for exactly the archives the full index steps aside for: a
+    name it does not keep is checked all the same (non-ASCII, NUL, a newline, a backslash)."""
+    from wh.wheel.wheelfile import _fast_index
+
+    def keep(raw: bytes) -> bool:
+        return raw.endswith(b".so")
+
+    libs = [("pkg/_a.so", b"\x7fELF" + b"a" * 100), ("pkg/sub/_b.so", b"\x7fELF" + b"b" * 50)]
+    plain = _zip(tmp_path / "pkg-1.0-py3-none-any.whl", [*_members(), *libs])
+    full, narrow = _fast_index(plain), _fast_index(plain, keep)
+    assert full is not None and narrow is not None
+    rows = [(n, e) for n, e in zip(full[0], full[1], strict=True) if keep(n.encode())]
+    assert list(zip(narrow[0], narrow[1], strict=True)) == rows
+    assert narrow[0] == ["pkg/_a.so", "pkg/sub/_b.so"]
+    assert all(narrow[2](n) == dict(libs)[n] for n in narrow[0])
+    for i, odd in enumerate(["pkg/é.py", "pkg/a\x00.py", "pkg/a\nb.py", "pkg\\a.py"]):
+        folder = tmp_path / f"odd{i}"
+        folder.mkdir()
+        wheel = folder / "pkg-1.0-py3-none-any.whl"
+        _zip(wheel, [*_members(), *libs])
+        # the same length in the stored name, so every offset still holds
+        stand_in = ("pkg/" + "x" * (len(odd.encode()) - 4)).encode()
+        with zipfile.ZipFile(wheel, "a") as zf:
+            zf.writestr(stand_in.decode(), b"")
+        data = wheel.read_bytes().replace(stand_in, odd.encode())
+        wheel.write_bytes(data)
+        assert _fast_index(wheel) is None, odd
+        assert _fast_index(wheel, keep) is None, odd
+
+
+def _agree_on(names: list[str]) -> None:
+    from wh.wheel.natives import _library_entry, is_library_name
+
+    for n in names:
+        assert _library_entry(n.encode()) == is_library_name(n), n
+
+
+def test_the_library_test_on_stored_names_agrees_with_the_one_on_paths() -> None:
+    """The bytes test the natives listing filters a central directory with says what
+    ``is_library_name`` says."""
+    _agree_on(
+        [
+            "a.so",
+            "a.so.1",
+            "a.so.1.2.3",
+            "lib/a.cpython-312-x86_64-linux-gnu.so",
+            "a.so.x_y",
+            "a.SO",
+            "a.so/",
+            "a.so/b.py",
+            "a.so.1/b",
+            "a.sox",
+            "a.so.",
+            "a.so..1",
+            "x.pyd",
+            "X.PYD",
+            "x.Dll",
+            "x.dll.bak",
+            "dir.dll/x",
+            "so",
+            ".so",
+            "a.so.1-2",
+            "a.py",
+            "",
+        ]
+    )
+
+
+def test_the_library_test_on_stored_names_agrees_on_every_name_of_the_real_wheels() -> None:
+    from tests.test_real_wheelhouse import FOLDER
+
+    if FOLDER is None:
+        pytest.skip("no local wheel folder in pip config: the names of its wheels are compared")
+    names: list[str] = []
+    for w in sorted(FOLDER.glob("*.whl")):
+        with zipfile.ZipFile(w) as zf:
+            names += [n for n in zf.namelist() if n.isascii()]
+    assert len(names) > 10000
+    _agree_on(names)

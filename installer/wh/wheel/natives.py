@@ -63,6 +63,9 @@ LIMITS = {
 }
 
 _SO = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
+# the same test on a zip's stored name (ASCII, the only names ``_fast_index`` vouches for):
+# a ".so" suffix cannot take in a "/", so it lies in the last part of the path either way
+_LIBRARY_BYTES = re.compile(rb"\.so(\.[0-9A-Za-z_]+)*\Z|\.(?i:pyd|dll)\Z")
 
 
 def is_library_name(member: str) -> bool:
@@ -70,6 +73,12 @@ def is_library_name(member: str) -> bool:
     base = member.rsplit("/", 1)[-1]
     low = base.lower()
     return bool(_SO.search(base)) or low.endswith((".pyd", ".dll"))
+
+
+def _library_entry(raw: bytes) -> bool:
+    """``is_library_name`` of an ASCII stored name, without decoding it (a wheel's central
+    directory is walked for its few libraries among thousands of files)."""
+    return _LIBRARY_BYTES.search(raw) is not None
 
 
 @dataclass(frozen=True)
@@ -908,7 +917,7 @@ class Member:
 
 def wheel_members(path: Path) -> list[Member]:
     """The library-named members of a wheel, each with an opener that streams it."""
-    fast = _fast_index(path)
+    fast = _fast_index(path, _library_entry)
     out: list[Member] = []
     if fast is not None:
         names, entries, _read = fast

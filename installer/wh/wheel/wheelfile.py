@@ -143,10 +143,13 @@ def _fast_zip(path: Path) -> tuple[list[str], Callable[[str], bytes | None]] | N
 
 
 def _fast_index(
-    path: Path,
+    path: Path, keep: Callable[[bytes], bool] | None = None
 ) -> tuple[list[str], list[_Entry], Callable[[str], bytes | None]] | None:
     """The member names, their central-directory entries and a member reader, from one
-    read of the central directory.
+    read of the central directory. ``keep`` (of a stored name) narrows the names and
+    entries returned, and the reader, to the members it keeps; every entry is checked the
+    same either way (a reader of a few members holds a few entries, not a torch wheel's
+    tens of thousands).
 
     ``zipfile`` builds a ZipInfo per member (a torch wheel has tens of thousands); this reads
     the plain case only (one disk, no zip64, no prepended data, ASCII names, stored or
@@ -183,6 +186,10 @@ def _fast_index(
     # One unpack and one slice per member; the checks then run once over all of them.
     raw_names: list[bytes] = []
     entries: list[_Entry] = []
+    kept_names: list[bytes] = []
+    offsets: set[int] = {cd_off}
+    name_bytes = 0
+    plain = True  # every signature right, no zip64 marker
     pos = 0
     unpack = _CENTRAL.unpack_from
     for _ in range(n_total):
@@ -190,8 +197,15 @@ def _fast_index(
             return None
         e = unpack(cd, pos)
         start_name = pos + _CENTRAL.size
-        raw_names.append(cd[start_name : start_name + e[6]])
-        entries.append(e)
+        raw = cd[start_name : start_name + e[6]]
+        raw_names.append(raw)
+        name_bytes += e[6]
+        offsets.add(e[10])
+        if keep is None or keep(raw):
+            entries.append(e)
+            kept_names.append(raw)
+        elif e[0] != b"PK\x01\x02" or 0xFFFFFFFF in (e[4], e[5], e[10]):
+            plain = False
         if e[7] and not _plain_extra(cd, start_name + e[6], e[7]):
             return None
         pos = start_name + e[6] + e[7] + e[8]
@@ -199,19 +213,19 @@ def _fast_index(
         return None
     joined = b"\n".join(raw_names)
     if (
-        not joined.isascii()
+        not plain
+        or not joined.isascii()
         or b"\x00" in joined
         or b"\\" in joined
-        or len(joined) != sum(e[6] for e in entries) + max(0, n_total - 1)
+        or len(joined) != name_bytes + max(0, n_total - 1)
+        or joined.count(b"\n") != max(0, n_total - 1)  # a name with a newline in it
         or any(e[0] != b"PK\x01\x02" for e in entries)
         or any(0xFFFFFFFF in (e[4], e[5], e[10]) for e in entries)
     ):
         return None
-    names = joined.decode("ascii").split("\n") if entries else []
-    if len(names) != len(entries):  # a name with a newline in it
-        return None
+    names = b"\n".join(kept_names).decode("ascii").split("\n") if entries else []
     # zipfile refuses a member whose data runs into the next one ("Overlapped entries").
-    starts = sorted({e[10] for e in entries} | {cd_off})
+    starts = sorted(offsets)
 
     def read(name: str) -> bytes | None:
         # the last member of that name, as zipfile's name table keeps it
