@@ -347,3 +347,72 @@ def test_an_unrecognised_target_near_the_end_is_read_from_what_the_scan_kept() -
     n = len(reads)
     a, b = r.read_pair(32)
     assert a == b == token and len(reads) == n  # from what was kept, nothing read again
+
+
+def _true_place(packed: bytes, target: int) -> int:
+    """The compressed offset where inflating from the start reaches ``target``."""
+    d = zlib.decompressobj(-15)
+    out = 0
+    for at in range(0, len(packed), 4096):
+        out += len(d.decompress(packed[at : at + 4096]))
+        if out >= target:
+            return at
+    return len(packed)
+
+
+@pytest.mark.parametrize("near", ["end", "start"])
+def test_probes_place_a_far_target_where_the_average_ratio_does_not(
+    near: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A member made of parts that compress unlike each other (runs of zeros, code-like
+    bytes, noise): the member's average ratio puts a target megabytes away from where it
+    lies; probes of the local ratio, walked from the nearer end, put the search just
+    before it."""
+    monkeypatch.setattr(dt, "PROBE_FROM", 256 << 10)
+    monkeypatch.setattr(dt, "PROBE_FLOOR", 64 << 10)
+    rnd = random.Random(41)
+    parts = [bytes(3 << 20), rnd.randbytes(1 << 20), _binaryish(2 << 20, 42), bytes(4 << 20)]
+    parts += [rnd.randbytes(1 << 20), _binaryish(1 << 20, 43)]
+    if near == "start":
+        parts.reverse()
+    data = b"".join(parts)
+    size = len(data)
+    packed = _raw(data)
+    # in the third part from the nearer end: a stretch the average misjudges
+    target = size - (len(parts[-1]) + len(parts[-2]) // 2) if near == "end" else len(parts[0]) // 2
+    if near == "start":
+        target = len(parts[0]) + len(parts[1]) // 2
+    truth = _true_place(packed, target)
+    average = int(len(packed) * target / size)
+    aim = dt._aim(_reader(packed), len(packed), size, target, zlib)
+    assert aim <= truth  # a search from there starts before the target
+    assert abs(average - truth) > 4 * (truth - aim)  # far nearer than the average
+    # and a scan from there reads the target's bytes exactly
+    token = data[target : target + 32]
+    r = dt.locate(_reader(packed), len(packed), size, target, _Token(token))
+    assert r.pos == target and r.read(32) == token
+
+
+def test_probes_over_bytes_with_no_block_start_give_up_on_the_average() -> None:
+    """Noise that deflate stored (no dynamic block to find, stored ones only) and a
+    stream cut to garbage: each probe's search is bounded, and the estimate falls back on
+    the average ratio instead of failing."""
+    noise = random.Random(5).randbytes(12 << 20)
+    for packed in (_raw(noise), random.Random(6).randbytes(12 << 20)):
+        aim = dt._aim(_reader(packed), len(packed), len(noise), len(noise) // 2, zlib)
+        assert 0 <= len(packed) // 2 - aim <= dt.PROBE_FLOOR + len(packed) // dt.PROBE_MARGIN
+
+
+def test_a_start_in_the_last_bytes_of_a_search_window_is_tried_on_its_full_trial() -> None:
+    """A stored block every ~16 KB (noise) can begin in the last ``TRIAL`` bytes of a
+    search window; its trial reads past the window instead of failing on a cut one."""
+    noise = random.Random(8).randbytes(1 << 20)
+    packed = _raw(noise)
+    starts = dt.stored_candidates(packed)
+    # one whose window from 100 bytes short of a search before it holds no other start
+    s = next(b for a, b in zip(starts, starts[1:]) if b - a > dt.SEARCH - 100 and b > 1 << 16)
+    at = s - dt.SEARCH + 100  # the block begins 100 bytes before the window's end
+    first = next(dt._candidates(_reader(packed), len(packed), at))
+    assert first == (8 * s, b"\x00")
+    start = dt._search(_reader(packed), len(packed), len(noise), at, zlib)
+    assert _tail(packed, len(noise), start)[0] == noise[start.offset :]

@@ -865,6 +865,8 @@ def test_a_far_dynamic_segment_is_read_from_a_block_near_it_and_matches_the_file
     build.mkdir()
     monkeypatch.chdir(build)  # .incbin finds its file from the assembler's directory
     data = _big_library(build)
+    # 1 MB after the segment: further from the end than a pass that checks a start keeps
+    data += __import__("random").Random(5).randbytes(1 << 20)
     w = make_wheel(tmp_path / "wh", "big", "1", files={"big/libbig.so": data})
     truth = nat.file_natives(build, ["libbig.so"]).binaries[0]  # read from disk, seekably
     assert "libm.so.6" in truth.needed and truth.runpath and truth.versions
@@ -902,6 +904,56 @@ def test_a_far_dynamic_segment_is_read_from_a_block_near_it_and_matches_the_file
 
     monkeypatch.setattr(deflatetail, "find_start", unavailable)  # no block start: the same
     assert wheel_natives(w).binaries[0] == got
+
+
+@needs_gcc
+def test_a_range_among_the_last_bytes_is_kept_by_the_pass_that_checks_its_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dynamic segment (or a string table moved to the end) in a member's last
+    ``END_KEEP`` bytes, with no landmark: the pass that checks a start by inflating to the
+    end keeps those bytes, so nothing inflates them a second time; bytes that depend on the
+    unread window are still not trusted."""
+    from wh.wheel import deflatetail
+    from wh.wheel import natives as nat
+
+    build = tmp_path / "build"
+    build.mkdir()
+    monkeypatch.chdir(build)
+    data = _big_library(build)
+    w = make_wheel(tmp_path / "wh", "big", "1", files={"big/libbig.so": data})
+    truth = nat.file_natives(build, ["libbig.so"]).binaries[0]
+    monkeypatch.setattr(nat, "TAIL_GAP", 256 << 10)
+    monkeypatch.setattr(nat, "LANDMARK_GAP", 64 << 20)  # the landmark is not used
+    calls: list[str] = []
+    real_end, real_locate = deflatetail._length_to_end, deflatetail.locate
+
+    def spy_end(*a: Any) -> int | None:
+        calls.append("to-end")
+        return real_end(*a)
+
+    located: list[tuple[int, int]] = []
+
+    def spy_locate(*a: Any, **k: Any) -> deflatetail.TailReader:
+        r = real_locate(*a, **k)
+        located.append((r.start, r.pos))
+        return r
+
+    monkeypatch.setattr(deflatetail, "_length_to_end", spy_end)
+    monkeypatch.setattr(deflatetail, "locate", spy_locate)
+    got = wheel_natives(w).binaries[0]
+    assert got == replace(truth, member="big/libbig.so")
+    assert not calls  # no start was checked by a pass of its own
+    assert located and all(start > (2 << 20) and pos > start for start, pos in located)
+
+    real_pair = deflatetail.TailReader.read_pair
+
+    def disagree(self: deflatetail.TailReader, n: int) -> tuple[bytes, bytes]:
+        a, b = real_pair(self, n)
+        return a, bytes(x ^ 1 for x in b)
+
+    monkeypatch.setattr(deflatetail.TailReader, "read_pair", disagree)
+    assert wheel_natives(w).binaries[0] == got  # from the start instead
 
 
 @needs_gcc

@@ -434,7 +434,7 @@ def locate(
     packed: int,
     size: int,
     target: int,
-    landmark: Landmark,
+    landmark: Landmark | None,
     *,
     lib: Any = zlib,
     found: list[Start] | None = None,
@@ -447,13 +447,15 @@ def locate(
     start's offset by inflating to the member's end). A start whose inflation reaches the
     end first is a checked start past ``target`` (the next search goes further back) or,
     before it, one where the landmark was not recognised (read from as ``find_start``'s
-    would be). The search begins where the average ratio puts ``target - before`` (a
+    would be). Without a landmark, a start is always read to the end, which leaves the
+    reader at a ``target`` among the last ``END_KEEP`` bytes. The search begins where the
+    average ratio, or probes of the local one (``_aim``), put ``target - before`` (a
     caller whose read depended on the unread window asks for a start further back).
     Bounded as ``_search`` is, and each scan by ``size`` bytes."""
     if size <= 0 or packed <= 0:
         raise TailUnavailable("empty member")
     aim = max(0, target - before)
-    at = max(0, int(packed * (aim / size)) - max(SEARCH, packed // 64), _closest(packed, size, aim))
+    at = max(0, _aim(read_at, packed, size, aim, lib), _closest(packed, size, aim))
     for i in range(4):
         reader, start, hit = _scan_from(read_at, packed, size, at, target, landmark, lib)
         if found is not None:
@@ -472,8 +474,89 @@ def locate(
     raise TailUnavailable(f"no block start found before offset {target}")
 
 
+# -- where a far target lies: the member's ratio, or probes of its local ratio --------------
+#
+# A member's average ratio puts a target tens of MB away from where it lies in a large
+# library whose parts compress unlike each other (GPU code, x86 code, tables of zeros): the
+# scan from a start before it then inflates those MB, and one past it inflates to the end.
+# Where the target lies more than ``PROBE_FROM`` compressed bytes from the nearer end of
+# the stream, short probes measure how many bytes each stretch of compressed data inflates
+# to, walking from that end (whose offset is known: 0, or the member's size) towards the
+# target; the sum of stretch times ratio reaches the target within a few percent of the
+# distance walked, where the average is off by half of it on the real stack. A probe is a
+# block start found by the same search (bounded by ``PROBE_SEARCH``) inflated for
+# ``PROBE_IN`` compressed bytes; its offset is never needed, only its ratio. What the
+# estimate gets wrong costs time only: the start it leads to is checked as any other.
+
+PROBE_FROM = 4 << 20  # compressed bytes from the nearer end below which the average is used
+PROBE_IN = 128 << 10  # compressed bytes a probe inflates
+PROBE_OUT = 8 << 20  # at most this much output per probe (a run of zeros inflates 1000:1)
+PROBE_SEARCH = 4 * SEARCH  # compressed bytes searched for a probe's block start
+PROBES = 12  # stretches the distance the average gives is cut into
+MAX_PROBES = 2 * PROBES  # stretches walked at most (the target may lie twice as far)
+PROBE_MARGIN = 16  # a start is searched for this fraction of the distance walked before
+PROBE_FLOOR = 2 << 20  # and at least this far (a start past the target inflates to the end)
+
+
+def _probe(read_at: ReadAt, packed: int, at: int, lib: Any) -> float | None:
+    """Uncompressed bytes per compressed byte where a block start found from ``at`` on
+    inflates ``PROBE_IN`` bytes; None where none is found near ``at``."""
+    try:
+        for bit, prefix in _candidates(read_at, packed, at, PROBE_SEARCH):
+            data = prefix + read_at(bit // 8, PROBE_IN)
+            d = _inflater(lib, _MARK_A)
+            try:
+                out = d.decompress(data, PROBE_OUT)
+            except lib.error:
+                continue
+            used = len(data) - len(d.unconsumed_tail) - len(d.unused_data) - len(prefix)
+            if used > 0 and out:
+                return len(out) / used
+    except TailUnavailable:
+        pass
+    return None
+
+
+def _aim(read_at: ReadAt, packed: int, size: int, target: int, lib: Any) -> int:
+    """Where to search back from for a start before uncompressed offset ``target``: the
+    average ratio's place less a margin, or, where that lies far from both ends of the
+    stream, the probes' place less a margin of the distance walked (see above)."""
+    guess = int(packed * (target / size))
+    margin = max(SEARCH, packed // 64)
+    from_end = packed - guess < guess
+    distance = packed - guess if from_end else guess
+    if distance <= PROBE_FROM:
+        return guess - margin
+    step = max(PROBE_IN, distance // PROBES)
+    left = size - target if from_end else target  # uncompressed bytes still to walk
+    rate = size / packed
+    walked = 0
+    for k in range(MAX_PROBES):
+        lo = packed - (k + 1) * step if from_end else k * step
+        if lo < 0 or lo >= packed:
+            break
+        got = _probe(read_at, packed, lo + step // 2 - PROBE_IN // 2, lib)
+        rate = got if got is not None else rate
+        if step * rate >= left:  # the target lies in this stretch
+            walked += int(left / rate)
+            left = 0
+            break
+        walked += step
+        left -= int(step * rate)
+    if left > 0:  # past the probes (or the stream): on at the last ratio
+        walked += int(left / rate)
+    place = packed - walked if from_end else walked
+    return place - max(PROBE_FLOOR, walked // PROBE_MARGIN)
+
+
 def _scan_from(
-    read_at: ReadAt, packed: int, size: int, at: int, target: int, landmark: Landmark, lib: Any
+    read_at: ReadAt,
+    packed: int,
+    size: int,
+    at: int,
+    target: int,
+    landmark: Landmark | None,
+    lib: Any,
 ) -> tuple[TailReader, Start, bool]:
     """The first candidate from compressed byte ``at`` on that ``TailReader.scan``
     checks: its reader, its start, and whether the landmark was found (the reader is then
@@ -493,19 +576,27 @@ def earlier(found: list[Start], target: int, floor: int = 0) -> Start | None:
     return max(fit, key=lambda s: s.offset) if fit else None
 
 
-def _candidates(read_at: ReadAt, packed: int, at: int) -> Iterator[tuple[int, bytes]]:
+def _candidates(
+    read_at: ReadAt, packed: int, at: int, limit: int = MAX_SEARCH
+) -> Iterator[tuple[int, bytes]]:
     """Candidate block starts from compressed byte ``at`` on that pass ``_trial``, as (bit,
-    prefix): at most ``MAX_SEARCH`` bytes searched and ``MAX_TRIES`` candidates given,
+    prefix): at most ``limit`` bytes searched and ``MAX_TRIES`` candidates given,
     since the caller inflates each one towards the end (up to ``size`` bytes each)."""
     searched = 0
     tries = 0
-    while searched < MAX_SEARCH and at + searched < packed:
+    while searched < limit and at + searched < packed:
         base = at + searched
         window = read_at(base, min(SEARCH + HEADER_BITS, packed - base))
         cands = [(b, _lead(window, b)) for b in dynamic_candidates(window) if b < SEARCH * 8]
         cands += [(8 * i, b"\x00") for i in stored_candidates(window) if i < SEARCH]
+        # a candidate near the window's end is tried on its full ``TRIAL`` bytes too (cut
+        # short, a true start would fail the trial: a stored block each 16 KB can fall there
+        # in every window)
+        trial = window
         for bit, prefix in sorted(cands):
-            if not _trial(window, bit, prefix):
+            if bit // 8 + TRIAL > len(trial) and len(trial) == len(window):
+                trial = window + read_at(base + len(window), TRIAL)
+            if not _trial(trial, bit, prefix):
                 continue
             tries += 1
             if tries > MAX_TRIES:
@@ -614,7 +705,7 @@ class TailReader(io.RawIOBase):
         if self._agreed >= WINDOW:
             self._b = None
 
-    def scan(self, landmark: Landmark, target: int, size: int) -> bool | None:
+    def scan(self, landmark: Landmark | None, target: int, size: int) -> bool | None:
         """Inflate from the start until ``landmark`` finds uncompressed offset ``target``
         in the output: the start's offset follows (``start``), the reader is left at
         ``target``, and the answer is True. False where the stream ends first, exactly at

@@ -852,7 +852,10 @@ class _Inflater(io.RawIOBase):
         if self._method != 8:
             return None
         retry = before > 0
-        if landmark is None:
+        # a range in the member's last bytes is kept by the pass that checks a start (it
+        # inflates to the end anyway) instead of inflated once more from the start found
+        near_end = landmark is None and size - target <= deflatetail.END_KEEP
+        if landmark is None and not near_end:
             target = max(floor, target - before)
         f = self._path.open("rb")
         base = self._base
@@ -863,7 +866,7 @@ class _Inflater(io.RawIOBase):
 
         start = deflatetail.earlier(self._starts, target, floor)
         try:
-            if landmark is not None and (
+            if (landmark is not None or near_end) and (
                 retry or start is None or target - start.offset > deflatetail.NEAR
             ):
                 return deflatetail.locate(
