@@ -490,7 +490,7 @@ def locate(
 
 PROBE_FROM = 4 << 20  # compressed bytes from the nearer end below which the average is used
 PROBE_IN = 128 << 10  # compressed bytes a probe inflates
-PROBE_OUT = 8 << 20  # at most this much output per probe (a run of zeros inflates 1000:1)
+PROBE_OUT = 1 << 20  # at most this much output per probe (its ratio is what it consumed for it)
 PROBE_SEARCH = 4 * SEARCH  # compressed bytes searched for a probe's block start
 PROBES = 12  # stretches the distance the average gives is cut into
 MAX_PROBES = 2 * PROBES  # stretches walked at most (the target may lie twice as far)
