@@ -3,6 +3,7 @@ values: streams made by zlib here, at the levels and shapes wheels have."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import zlib
 
@@ -410,7 +411,7 @@ def test_a_start_in_the_last_bytes_of_a_search_window_is_tried_on_its_full_trial
     packed = _raw(noise)
     starts = dt.stored_candidates(packed)
     # one whose window from 100 bytes short of a search before it holds no other start
-    s = next(b for a, b in zip(starts, starts[1:]) if b - a > dt.SEARCH - 100 and b > 1 << 16)
+    s = next(b for a, b in itertools.pairwise(starts) if b - a > dt.SEARCH - 100 and b > 1 << 16)
     at = s - dt.SEARCH + 100  # the block begins 100 bytes before the window's end
     first = next(dt._candidates(_reader(packed), len(packed), at))
     assert first == (8 * s, b"\x00")
