@@ -255,10 +255,10 @@ def lead_in(junk: int, shift: int) -> bytes:
             put(ncl - 4, 4)
             for sym in _CL_ORDER[:ncl]:
                 put(cl[sym], 3)
+            # a Huffman code goes top bit first: each length's code, bit-reversed once
+            sent = {n: (int(f"{c:0{k}b}"[::-1], 2), k) for n, (c, k) in cl_code.items()}
             for length in lengths:
-                code, k = cl_code[length]
-                for i in range(k - 1, -1, -1):  # a Huffman code goes top bit first
-                    put((code >> i) & 1, 1)
+                put(*sent[length])
             return value.to_bytes(nbits // 8, "little")
     raise AssertionError("unreachable: 3-bit steps reach every residue mod 8")
 
