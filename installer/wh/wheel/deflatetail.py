@@ -503,7 +503,7 @@ def _probe(read_at: ReadAt, packed: int, at: int, lib: Any) -> float | None:
     inflates ``PROBE_IN`` bytes; None where none is found near ``at``."""
     try:
         for bit, prefix in _candidates(read_at, packed, at, PROBE_SEARCH):
-            data = prefix + read_at(bit // 8, PROBE_IN)
+            data = prefix + read_at(bit // 8, min(PROBE_IN, packed - bit // 8))
             d = _inflater(lib, _MARK_A)
             try:
                 out = d.decompress(data, PROBE_OUT)
@@ -595,7 +595,8 @@ def _candidates(
         trial = window
         for bit, prefix in sorted(cands):
             if bit // 8 + TRIAL > len(trial) and len(trial) == len(window):
-                trial = window + read_at(base + len(window), TRIAL)
+                more = min(TRIAL, packed - base - len(window))  # never past the member
+                trial = window + read_at(base + len(window), more) if more > 0 else window
             if not _trial(trial, bit, prefix):
                 continue
             tries += 1
