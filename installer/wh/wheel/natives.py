@@ -19,13 +19,14 @@ set, never an exception out of this module or a large allocation.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import io
 import mmap
 import re
 import struct
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, cast
@@ -768,7 +769,7 @@ def _member_data(path: Path, name: str, offset: int) -> IO[bytes]:
 RAW_CHUNK = 1 << 20  # compressed bytes compared at a time (``same_data``)
 
 
-def _raw_chunks(path: Path, name: str, offset: int, packed: int) -> Iterator[bytes]:
+def _raw_chunks(path: Path, name: str, offset: int, packed: int) -> Generator[bytes, None, None]:
     """A member's stored (compressed) bytes, in chunks."""
     with _member_data(path, name, offset) as f:
         left = packed
@@ -786,10 +787,11 @@ def same_data(a: Member, b: Member) -> bool:
     CRC-32 and sizes, and every stored byte is compared (a CRC alone is easily forged)."""
     if a.key is None or a.key != b.key or a.size != b.size or a.raw is None or b.raw is None:
         return False
-    try:
-        for x, y in zip(a.raw(), b.raw(), strict=True):
-            if x != y:
-                return False
+    try:  # both archives closed at once, not when the generators are collected
+        with contextlib.closing(a.raw()) as xs, contextlib.closing(b.raw()) as ys:
+            for x, y in zip(xs, ys, strict=True):
+                if x != y:
+                    return False
     except (ValueError, OSError, zipfile.BadZipFile):  # lengths differ, or unreadable
         return False
     return True
@@ -915,7 +917,9 @@ class Member:
     # how the central directory stores it (method, CRC-32, compressed size) and its stored
     # bytes: what ``same_data`` compares; None where zipfile streams the member
     key: tuple[int, int, int] | None = field(default=None, compare=False)
-    raw: Callable[[], Iterator[bytes]] | None = field(default=None, compare=False, repr=False)
+    raw: Callable[[], Generator[bytes, None, None]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 def wheel_members(path: Path) -> list[Member]:
@@ -937,7 +941,9 @@ def wheel_members(path: Path) -> list[Member]:
             ) -> IO[bytes]:
                 return cast(IO[bytes], _Inflater(path, n, o, p, m))
 
-            def raw(n: str = name, o: int = offset, p: int = packed) -> Iterator[bytes]:
+            def raw(
+                n: str = name, o: int = offset, p: int = packed
+            ) -> Generator[bytes, None, None]:
                 return _raw_chunks(path, n, o, p)
 
             key = (method, e[3], packed)
