@@ -190,9 +190,9 @@ class _Reading:
         threads = threads or usable_cores()
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(len(tasks), threads)))
         self._futures: dict[int, Future[nat.Binary | None]] = {}
-        leads: dict[tuple[int, tuple[int, int, int]], nat.Member] = {}
+        leads: dict[tuple[int, int, int, int], nat.Member] = {}
         for m in tasks:
-            lead = leads.setdefault((m.size, m.key), m) if m.key is not None else m
+            lead = leads.setdefault(m.key, m) if m.key is not None else m
             if lead is m:
                 fut = self._pool.submit(nat.read_member, m.path, m.size, m.open)
             else:

@@ -522,11 +522,10 @@ def _aim(read_at: ReadAt, packed: int, size: int, target: int, lib: Any) -> int:
     average ratio's place less a margin, or, where that lies far from both ends of the
     stream, the probes' place less a margin of the distance walked (see above)."""
     guess = int(packed * (target / size))
-    margin = max(SEARCH, packed // 64)
     from_end = packed - guess < guess
     distance = packed - guess if from_end else guess
     if distance <= PROBE_FROM:
-        return guess - margin
+        return guess - max(SEARCH, packed // 64)
     step = max(PROBE_IN, distance // PROBES)
     left = size - target if from_end else target  # uncompressed bytes still to walk
     rate = size / packed
@@ -538,13 +537,11 @@ def _aim(read_at: ReadAt, packed: int, size: int, target: int, lib: Any) -> int:
         got = _probe(read_at, packed, lo + step // 2 - PROBE_IN // 2, lib)
         rate = got if got is not None else rate
         if step * rate >= left:  # the target lies in this stretch
-            walked += int(left / rate)
-            left = 0
             break
         walked += step
         left -= int(step * rate)
-    if left > 0:  # past the probes (or the stream): on at the last ratio
-        walked += int(left / rate)
+    # the rest at the last ratio: into the stretch that holds the target, or past the probes
+    walked += int(left / rate)
     place = packed - walked if from_end else walked
     return place - max(PROBE_FLOOR, walked // PROBE_MARGIN)
 

@@ -785,7 +785,7 @@ def same_data(a: Member, b: Member) -> bool:
     """Whether two members store the same bytes, the same way (then they inflate to the same
     library and one read stands for both): their central directories agree on method,
     CRC-32 and sizes, and every stored byte is compared (a CRC alone is easily forged)."""
-    if a.key is None or a.key != b.key or a.size != b.size or a.raw is None or b.raw is None:
+    if a.key is None or a.key != b.key or a.raw is None or b.raw is None:
         return False
     try:  # both archives closed at once, not when the generators are collected
         with contextlib.closing(a.raw()) as xs, contextlib.closing(b.raw()) as ys:
@@ -914,9 +914,10 @@ class Member:
     path: str  # installed path (``installed_path``)
     size: int
     open: Callable[[], IO[bytes]] = field(compare=False, repr=False)
-    # how the central directory stores it (method, CRC-32, compressed size) and its stored
-    # bytes: what ``same_data`` compares; None where zipfile streams the member
-    key: tuple[int, int, int] | None = field(default=None, compare=False)
+    # how the central directory stores it (method, CRC-32, compressed and uncompressed
+    # sizes) and its stored bytes: what ``same_data`` compares; None where zipfile streams
+    # the member
+    key: tuple[int, int, int, int] | None = field(default=None, compare=False)
     raw: Callable[[], Generator[bytes, None, None]] | None = field(
         default=None, compare=False, repr=False
     )
@@ -946,7 +947,7 @@ def wheel_members(path: Path) -> list[Member]:
             ) -> Generator[bytes, None, None]:
                 return _raw_chunks(path, n, o, p)
 
-            key = (method, e[3], packed)
+            key = (method, e[3], packed, size)
             out.append(Member(installed_path(name), size, opener, key, raw))
         return out
     with zipfile.ZipFile(path) as zf:

@@ -201,11 +201,11 @@ def _fast_index(
         raw_names.append(raw)
         name_bytes += e[6]
         offsets.add(e[10])
+        if e[0] != b"PK\x01\x02" or 0xFFFFFFFF in (e[4], e[5], e[10]):
+            plain = False
         if keep is None or keep(raw):
             entries.append(e)
             kept_names.append(raw)
-        elif e[0] != b"PK\x01\x02" or 0xFFFFFFFF in (e[4], e[5], e[10]):
-            plain = False
         if e[7] and not _plain_extra(cd, start_name + e[6], e[7]):
             return None
         pos = start_name + e[6] + e[7] + e[8]
@@ -219,8 +219,6 @@ def _fast_index(
         or b"\\" in joined
         or len(joined) != name_bytes + max(0, n_total - 1)
         or joined.count(b"\n") != max(0, n_total - 1)  # a name with a newline in it
-        or any(e[0] != b"PK\x01\x02" for e in entries)
-        or any(0xFFFFFFFF in (e[4], e[5], e[10]) for e in entries)
     ):
         return None
     names = b"\n".join(kept_names).decode("ascii").split("\n") if entries else []
