@@ -239,6 +239,21 @@ def test_a_cuda13_kernel_next_to_a_cuda12_torch_is_refused_with_every_problem(
     assert lock == {"checked": False, "skipped": "CUDA 13 comes from the base image"}
 
 
+def _spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The members ``loadscan`` reads from here on, in the order it reads them."""
+    from wh.app import loadscan
+
+    reads: list[str] = []
+    real = loadscan.nat.read_member
+
+    def spy(member: str, *a: Any) -> Binary | None:
+        reads.append(member)
+        return real(member, *a)
+
+    monkeypatch.setattr(loadscan.nat, "read_member", spy)
+    return reads
+
+
 @needs_gcc
 def test_natives_read_while_hashing_are_the_ones_read_after_and_only_where_no_cache_answers(
     tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
@@ -255,14 +270,7 @@ def test_natives_read_while_hashing_are_the_ones_read_after_and_only_where_no_ca
     _torch_stack(house, elf)
     wheels = scan(house, hashes=False).wheels
     assert wheels and all(not w.sha256 for w in wheels)
-    reads: list[str] = []
-    real = loadscan.nat.read_member
-
-    def spy(member: str, *a: Any) -> Binary | None:
-        reads.append(member)
-        return real(member, *a)
-
-    monkeypatch.setattr(loadscan.nat, "read_member", spy)
+    reads = _spy_reads(monkeypatch)
     digests = {w.path: hashlib.sha256(w.path.read_bytes()).hexdigest() for w in wheels}
     with loadscan.Prefetch(wheels) as pre:
         early = loadscan.read_many([(p, d) for p, d in digests.items()], pre)
@@ -327,14 +335,7 @@ def test_a_library_shipped_twice_is_inflated_once_and_a_forged_twin_is_read(
         z.writestr("forged/a.so", ops)
         z.writestr("forged/b.so", other)
     _forge_crc(forged, "forged/b.so", zipfile.crc32(ops))
-    reads: list[str] = []
-    real = loadscan.nat.read_member
-
-    def spy(member: str, *a: Any) -> Binary | None:
-        reads.append(member)
-        return real(member, *a)
-
-    monkeypatch.setattr(loadscan.nat, "read_member", spy)
+    reads = _spy_reads(monkeypatch)
     paths = [twice, elsewhere, forged]
     reading = loadscan._Reading(paths, 2)
     try:
@@ -356,7 +357,6 @@ def test_a_library_shipped_twice_is_inflated_once_and_a_forged_twin_is_read(
     assert "libcudart.so.12" in by_name["twice/a.so"].needed
     assert "libcudart.so.13" in by_name["forged/b.so"].needed
     # each copy reads as it would on its own
-    monkeypatch.setattr(loadscan.nat, "read_member", real)
     for p in paths:
         assert got[p] == wheel_natives(p)
 
