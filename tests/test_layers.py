@@ -118,7 +118,7 @@ FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
         "wheels); lock, install and verify from a wheelhouse never load it"
     ),
     ("wh.wheel.natives", "from elftools.elf.enums import ENUM_E_MACHINE"): _ELF,
-    ("wh.wheel.natives", "import pefile"): (
+    ("wh.wheel.peimage", "import pefile"): (
         "the PE reader loads only when a Windows binary is read (a Windows target's load check)"
     ),
     ("wh.wheelhouse.scan", "from filelock import FileLock"): (

@@ -3,7 +3,8 @@
 ELF (``.so``): ``DT_NEEDED``, ``DT_RPATH``/``DT_RUNPATH``, ``DT_SONAME`` and the symbol
 versions of ``DT_VERNEED`` (GLIBC_2.x, GLIBCXX_3.4.x), from the fixed-size records that
 hold them (``struct``; pyelftools names the machines). PE (``.pyd``,
-``.dll``): the import table and the delay-load import table, through pefile.
+``.dll``): the import table and the delay-load import table, through pefile, from only
+the ranges it reads (``peimage``).
 
 Nothing is unpacked to disk and no member is held whole in memory: a member is inflated as
 a stream and only the byte ranges the parsers need are kept (the first ``PREFIX`` bytes,
@@ -22,7 +23,6 @@ import bisect
 import contextlib
 import functools
 import io
-import mmap
 import re
 import struct
 import zipfile
@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any, cast
 
 from wh.model.loadkinds import BinaryFormat
-from wh.wheel import deflatetail
+from wh.wheel import deflatetail, peimage
 from wh.wheel.dynlandmark import DT_NULL, DT_STRTAB, DynamicLandmark, file_offset
 from wh.wheel.wheelfile import _fast_index  # one read of the central directory
 
@@ -656,49 +656,18 @@ def read_pe(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Bin
 
 
 def _read_pe(member: str, size: int, stream: _Stream) -> Binary:
-    import pefile
-
-    prefix = min(size, PREFIX)
-    kept = stream.keep([(0, prefix)])
-    head = kept.get(0, b"")
+    """The imports of a PE member, parsed by pefile from only the ranges it reads
+    (``peimage``): the headers, the import descriptors and the DLL names, a few KiB of a
+    DLL whose imports lie hundreds of MB in."""
+    head = stream.keep([(0, min(size, 64))]).get(0, b"")
     if len(head) < 64 or head[:2] != b"MZ":
         raise _Unreadable("not a PE file (no MZ header)")
-    dirs = [
-        pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
-        pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
-    ]
-    image: Any = head
-    if size > prefix:
-        # the headers from the prefix, then the sections that hold the import tables
-        pe = pefile.PE(data=head, fast_load=True)
-        want = []
-        for i in dirs:
-            d = pe.OPTIONAL_HEADER.DATA_DIRECTORY[i]
-            if not d.VirtualAddress:
-                continue
-            sec = pe.get_section_by_rva(d.VirtualAddress)
-            if sec is None:
-                raise _Unreadable(f"import directory at RVA {d.VirtualAddress:#x} is in no section")
-            if sec.SizeOfRawData > MAX_STRTAB:
-                raise _Unreadable(f"the imports lie in a section of {sec.SizeOfRawData} bytes")
-            if sec.PointerToRawData + sec.SizeOfRawData > prefix:
-                want.append((sec.PointerToRawData, sec.SizeOfRawData))
-        pe.close()
-        kept.update(stream.keep(want))
-        # an anonymous mapping of the member's size: pages never written are never backed
-        image = mmap.mmap(-1, size)
-        for o, data in kept.items():
-            image[o : o + len(data)] = data
     try:
-        pe = pefile.PE(data=image, fast_load=True)
-        pe.parse_data_directories(directories=dirs, import_dllnames_only=True)
-        machine = _PE_MACHINES.get(pe.FILE_HEADER.Machine, hex(pe.FILE_HEADER.Machine))
-        imports = [_dll(e.dll) for e in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
-        delay = [_dll(e.dll) for e in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", [])]
-        pe.close()
-    finally:
-        if isinstance(image, mmap.mmap):
-            image.close()
+        got = peimage.read_imports(size, stream.keep)
+    except peimage.NotReadable as exc:
+        raise _Unreadable(str(exc)) from exc
+    machine = _PE_MACHINES.get(got.machine, hex(got.machine))
+    imports, delay = [_dll(n) for n in got.needed], [_dll(n) for n in got.delay_needed]
     if len(imports) + len(delay) > MAX_NEEDED:
         raise _Unreadable(f"{len(imports) + len(delay)} imported DLLs (limit {MAX_NEEDED})")
     if any(not n for n in (*imports, *delay)):
