@@ -664,6 +664,26 @@ def test_delay_loaded_imports_are_resolved_like_the_others() -> None:
     assert "delay-loaded cublas64_13.dll" in report.problems[0].message
 
 
+def test_the_interpreters_own_dlls_are_the_ones_loaded_not_a_wheels_copy() -> None:
+    """torchvision's Windows wheel ships ``python312.dll``: the loader uses the one the
+    running interpreter already loaded, by name, wherever the copy lies (even beside the
+    importing module)."""
+    target = declared("win_amd64", "3.12")
+    ops = Binary("k/ops.pyd", "pe", "amd64", ("python312.dll", "VCRUNTIME140.dll", "zlib.dll"))
+    k = Unit("k", "1", Origin.LOCKED, Natives(("k/ops.pyd",), (ops,)))  # type: ignore[arg-type]
+    stray = Natives(
+        ("k/python312.dll", "tv/python312.dll", "tv/zlib.dll"),
+        (),
+    )
+    tv = Unit("tv", "1", Origin.LOCKED, stray)  # type: ignore[arg-type]
+    report = check([k, tv], for_target(target))
+    by = {m.library: m.by for m in report.met}
+    assert by["python312.dll"] == "the Python 3.12 interpreter"
+    assert by["VCRUNTIME140.dll"].startswith("the Python 3.12 interpreter")
+    assert by["zlib.dll"].startswith("tv 1")  # another wheel's DLL, as before
+    assert not report.problems
+
+
 def test_cuda_major_from_library_names() -> None:
     assert cuda_major("libcudart.so.13") == 13
     assert cuda_major("cudart64_12.dll") == 12

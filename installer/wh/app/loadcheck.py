@@ -481,7 +481,13 @@ def _resolve(
                     (found.name, full),
                 )
     else:
-        # Windows: the importing module's own folder first
+        # Windows: a DLL of the same name already loaded is used wherever it lies, and the
+        # interpreter's own (python3XX.dll, its VC runtime) always are: a copy of
+        # python312.dll shipped in a wheel (torchvision's) is not what is loaded
+        on_platform = platform.provides(lib)
+        if on_platform is not None and on_platform[0] == Provider.INTERPRETER:
+            return _Resolved(lib, delay, on_platform[1], on_platform[0])
+        # then the importing module's own folder
         full = posixpath.join(here, lib) if here else lib
         found = idx.paths.get(_key(full, windows))
         if found is not None:
