@@ -663,7 +663,7 @@ def _read_pe(member: str, size: int, stream: _Stream) -> Binary:
     if len(head) < 64 or head[:2] != b"MZ":
         raise _Unreadable("not a PE file (no MZ header)")
     try:
-        got = peimage.read_imports(size, stream.keep)
+        got = peimage.read_imports(size, stream.keep, size if size <= WHOLE else 0)
     except peimage.NotReadable as exc:
         raise _Unreadable(str(exc)) from exc
     machine = _PE_MACHINES.get(got.machine, hex(got.machine))

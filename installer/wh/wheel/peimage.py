@@ -111,19 +111,20 @@ def wanted(missing: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
 
 
 def read_imports(
-    size: int, keep: Callable[[list[tuple[int, int]]], Mapping[int, Bytes]]
+    size: int, keep: Callable[[list[tuple[int, int]]], Mapping[int, Bytes]], first: int = HEAD
 ) -> Imports:
     """The machine and the DLLs a PE member of ``size`` bytes imports, directly and by
     delay load; ``keep`` returns the bytes of ``(offset, length)`` ranges of the member
-    (shorter where it ends). Raises pefile's errors for what pefile refuses, and
-    ``NotReadable`` where the parse keeps asking past the limits."""
+    (shorter where it ends), ``first`` bytes of it kept before the first parse (a small
+    member held whole anyway is parsed once). Raises pefile's errors for what pefile
+    refuses, and ``NotReadable`` where the parse keeps asking past the limits."""
     import pefile
 
     dirs = [
         pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
         pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
     ]
-    ranges: dict[int, Bytes] = dict(keep([(0, min(size, HEAD))]))
+    ranges: dict[int, Bytes] = dict(keep([(0, min(size, max(first, HEAD)))]))
     kept = sum(len(b) for b in ranges.values())
     for _ in range(MAX_ROUNDS):
         image = SparseImage(size, ranges)
