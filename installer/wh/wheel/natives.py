@@ -659,11 +659,13 @@ def _read_pe(member: str, size: int, stream: _Stream) -> Binary:
     """The imports of a PE member, parsed by pefile from only the ranges it reads
     (``peimage``): the headers, the import descriptors and the DLL names, a few KiB of a
     DLL whose imports lie hundreds of MB in."""
-    head = stream.keep([(0, min(size, 64))]).get(0, b"")
+    # the headers (a member held whole: all of it), in one pass that the parse goes on from
+    first = stream.keep([(0, size if size <= WHOLE else min(size, peimage.HEAD))])
+    head = first.get(0, b"")
     if len(head) < 64 or head[:2] != b"MZ":
         raise _Unreadable("not a PE file (no MZ header)")
     try:
-        got = peimage.read_imports(size, stream.keep, size if size <= WHOLE else 0)
+        got = peimage.read_imports(size, stream.keep, first)
     except peimage.NotReadable as exc:
         raise _Unreadable(str(exc)) from exc
     machine = _PE_MACHINES.get(got.machine, hex(got.machine))

@@ -10,9 +10,10 @@ Here pefile parses a ``SparseImage``: the member's declared size, holding the ra
 so far. A byte not kept reads as zero and is noted. After each parse the noted bytes are
 kept (in windows of ``WINDOW``) and pefile parses again, until a parse reads nothing that
 was not kept. pefile decides what to read from the bytes it has read, so that last parse
-read only real bytes and gives what a parse of the whole file gives. A parse typically
-takes four rounds: headers, import descriptors, DLL names (and for delay-load imports
-their name tables). Rounds and kept bytes are bounded (``MAX_ROUNDS``, ``MAX_KEPT``).
+read only real bytes and gives what a parse of the whole file gives. Each round reaches
+one level further (the headers, the import descriptors, the DLL names and, for
+delay-load imports, their name tables); a window often covers several levels at once.
+Rounds and kept bytes are bounded (``MAX_ROUNDS``, ``MAX_KEPT``).
 """
 
 from __future__ import annotations
@@ -111,21 +112,24 @@ def wanted(missing: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
 
 
 def read_imports(
-    size: int, keep: Callable[[list[tuple[int, int]]], Mapping[int, Bytes]], first: int = HEAD
+    size: int,
+    keep: Callable[[list[tuple[int, int]]], Mapping[int, Bytes]],
+    kept: Mapping[int, Bytes] | None = None,
 ) -> Imports:
     """The machine and the DLLs a PE member of ``size`` bytes imports, directly and by
     delay load; ``keep`` returns the bytes of ``(offset, length)`` ranges of the member
-    (shorter where it ends), ``first`` bytes of it kept before the first parse (a small
-    member held whole anyway is parsed once). Raises pefile's errors for what pefile
-    refuses, and ``NotReadable`` where the parse keeps asking past the limits."""
+    (shorter where it ends). ``kept``: ranges the caller already has (a small member held
+    whole is parsed once); else the first ``HEAD`` bytes are kept first. Raises pefile's
+    errors for what pefile refuses, and ``NotReadable`` where the parse keeps asking past
+    the limits."""
     import pefile
 
     dirs = [
         pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"],
         pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_DELAY_IMPORT"],
     ]
-    ranges: dict[int, Bytes] = dict(keep([(0, min(size, max(first, HEAD)))]))
-    kept = sum(len(b) for b in ranges.values())
+    ranges: dict[int, Bytes] = dict(kept if kept is not None else keep([(0, min(size, HEAD))]))
+    total = sum(len(b) for b in ranges.values())  # bytes kept so far
     for _ in range(MAX_ROUNDS):
         image = SparseImage(size, ranges)
         failure: Exception | None = None
@@ -143,8 +147,8 @@ def read_imports(
                 tuple(e.dll for e in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", [])),
             )
         more = [(o, n) for o, n in wanted(image.missing, size) if n > 0]
-        kept += sum(n for _, n in more)
-        if kept > MAX_KEPT:
+        total += sum(n for _, n in more)
+        if total > MAX_KEPT:
             raise NotReadable(f"its imports ask for more than {MAX_KEPT} bytes")
         # a range kept again (a window grown over one kept before) replaces the old one
         for o, data in keep(more).items():
