@@ -794,6 +794,54 @@ def test_a_library_nothing_links_to_only_warns_for_its_missing_needs() -> None:
     # libk.so is reached from the extension module: its missing libnuma.so.1 is refused
     assert [p.subject for p in report.problems] == ["libnuma.so.1"]
     assert any("libmlx5.so.1" in w and "only a dlopen" in w for w in report.warnings)
+    # listed with the package's needs (wh why --libraries), as unmet, not left out
+    unmet = [n for n in report.needs_of("k 1") if not n.ok]
+    assert [(n.member, n.library) for n in unmet] == [
+        ("k/lib/libk.so", "libnuma.so.1"),
+        (rdma.member, "libmlx5.so.1"),
+    ]
+    assert "only a dlopen" in unmet[1].problem
+
+
+def test_the_unmet_needs_of_members_nothing_links_to_are_one_warning_per_package() -> None:
+    """torchcodec 0.9.1 ships its core for five FFmpeg versions, each loaded by a dlopen
+    that picks the FFmpeg installed: 105 needs nothing in the sglang lock meets. The lock
+    warns once for the package, naming every library; each need stays listed by member
+    (report.unlinked: wh why --libraries, wh lock --json), and the report round-trips
+    through the result cache."""
+    target = declared("manylinux_2_28_x86_64", "3.12")
+    cores = [
+        Binary(
+            f"torchcodec/libtorchcodec_core{v}.so",
+            "elf",
+            "x86_64",
+            (f"libavutil.so.{52 + v}", f"libavcodec.so.{54 + v}", "libc.so.6"),
+        )
+        for v in (4, 5)
+    ]
+    ext = Binary("torchcodec/_core.cpython-312-x86_64-linux-gnu.so", "elf", "x86_64", ())
+    natives = Natives(tuple(b.member for b in (*cores, ext)), (*cores, ext))
+    u = Unit("torchcodec", "0.9.1", Origin.LOCKED, natives)  # type: ignore[arg-type]
+    report = check([u], for_target(target))
+    assert report.problems == ()
+    assert [(p.member, p.subject) for p in report.unlinked] == [
+        ("torchcodec/libtorchcodec_core4.so", "libavutil.so.56"),
+        ("torchcodec/libtorchcodec_core4.so", "libavcodec.so.58"),
+        ("torchcodec/libtorchcodec_core5.so", "libavutil.so.57"),
+        ("torchcodec/libtorchcodec_core5.so", "libavcodec.so.59"),
+    ]
+    assert report.warnings == (
+        "torchcodec 0.9.1: 2 member(s) that nothing links to (only a dlopen at run time "
+        "loads them) have 4 unmet need(s) on manylinux_2_28 x86_64: libavutil.so.56, "
+        "libavcodec.so.58, libavutil.so.57, libavcodec.so.59; `wh why torchcodec "
+        "--libraries` lists them by member",
+    )
+    unmet = [n for n in report.needs_of("torchcodec 0.9.1") if not n.ok]
+    assert [n.library for n in unmet] == [p.subject for p in report.unlinked]
+    assert [n.library for n in report.needs_of("torchcodec 0.9.1") if n.ok] == ["libc.so.6"] * 2
+    assert report.to_json()["unlinked"][0]["subject"] == "libavutil.so.56"
+    cached = LoadReport.from_cache(json.loads(json.dumps(report.to_cache())))
+    assert cached == report
 
 
 def test_members_stream_whole_to_their_last_byte(tmp_path: Path) -> None:

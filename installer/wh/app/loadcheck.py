@@ -108,6 +108,19 @@ class LoadProblem:
             "wheel": self.wheel,
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LoadProblem:
+        return cls(
+            ProblemKind(data["kind"]),
+            str(data["package"]),
+            str(data["member"]),
+            str(data["subject"]),
+            str(data["message"]),
+            tuple(str(i) for i in data["instead"]),
+            tuple(str(f) for f in data["fixes"]),
+            str(data["wheel"]),
+        )
+
 
 @dataclass(frozen=True)
 class LibraryNeed:
@@ -141,6 +154,9 @@ class LoadReport:
     warnings: tuple[str, ...] = ()
     allowed: tuple[tuple[str, str, str], ...] = ()  # (library, reason, needed by)
     binaries: int = 0
+    # unmet needs of members nothing links to (only a dlopen at run time loads them): each
+    # is listed, and warned of per package, but does not refuse the lock
+    unlinked: tuple[LoadProblem, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -152,11 +168,12 @@ class LoadReport:
             "allowed-missing": [
                 {"library": lib, "reason": why, "needed-by": by} for lib, why, by in self.allowed
             ],
+            "unlinked": [p.to_json() for p in self.unlinked],
         }
 
     def needs_of(self, label: str) -> tuple[LibraryNeed, ...]:
-        """What the package ``label`` ("name version") needs: met, then problems, then
-        allowed missing."""
+        """What the package ``label`` ("name version") needs: met, then problems, then the
+        unmet needs of members nothing links to, then allowed missing."""
         return (
             *(
                 LibraryNeed(m.package, m.member, m.library, m.by, delay=m.delay)
@@ -166,6 +183,11 @@ class LoadReport:
             *(
                 LibraryNeed(p.package, p.member, p.subject, "", p.message)
                 for p in self.problems
+                if p.package == label
+            ),
+            *(
+                LibraryNeed(p.package, p.member, p.subject, "", f"{p.message} ({UNLINKED})")
+                for p in self.unlinked
                 if p.package == label
             ),
             *(
@@ -186,6 +208,7 @@ class LoadReport:
             "problems": [p.to_json() for p in self.problems],
             "warnings": list(self.warnings),
             "allowed": [list(a) for a in self.allowed],
+            "unlinked": [p.to_json() for p in self.unlinked],
         }
 
     @classmethod
@@ -196,22 +219,11 @@ class LoadReport:
                 Met(str(p), str(m), str(lib), str(by), Provider(src), bool(delay))
                 for p, m, lib, by, src, delay in data["met"]
             ),
-            tuple(
-                LoadProblem(
-                    ProblemKind(p["kind"]),
-                    str(p["package"]),
-                    str(p["member"]),
-                    str(p["subject"]),
-                    str(p["message"]),
-                    tuple(p["instead"]),
-                    tuple(p["fixes"]),
-                    str(p["wheel"]),
-                )
-                for p in data["problems"]
-            ),
+            tuple(LoadProblem.from_json(p) for p in data["problems"]),
             tuple(str(w) for w in data["warnings"]),
             tuple((str(a), str(b), str(c)) for a, b, c in data["allowed"]),
             int(data["binaries"]),
+            tuple(LoadProblem.from_json(p) for p in data["unlinked"]),
         )
 
 
@@ -370,6 +382,7 @@ def check(
         todo.extend(r.provider for r in resolved.get(k, ()) if r.provider in binaries)
     met: list[Met] = []
     problems: list[LoadProblem] = []
+    unlinked: list[LoadProblem] = []
     warnings: list[str] = []
     allowed: dict[str, tuple[str, list[str]]] = {}
     foreign: dict[str, list[str]] = {}
@@ -423,13 +436,8 @@ def check(
             }
             found.extend(_too_new(u, b, on_platform, platform))
         found = [replace(p, wheel=u.wheel) for p in found]
-        if key in reach:
-            problems.extend(found)
-        else:
-            warnings.extend(
-                f"{p.message} (nothing links to {b.member}: only a dlopen at run time loads it)"
-                for p in found
-            )
+        (problems if key in reach else unlinked).extend(found)
+    warnings.extend(_unlinked_warnings(unlinked, platform))
     for label, members in foreign.items():
         warnings.append(
             f"{label}: {len(members)} member(s) built for another machine, which nothing links "
@@ -447,7 +455,38 @@ def check(
         tuple(dict.fromkeys(warnings)),
         tuple((lib, why, ", ".join(by)) for lib, (why, by) in sorted(allowed.items())),
         count,
+        tuple(unlinked),
     )
+
+
+UNLINKED = "nothing links to it: only a dlopen at run time loads it"
+
+
+def _unlinked_warnings(unlinked: Iterable[LoadProblem], platform: Platform) -> list[str]:
+    """One warning per package for the unmet needs of its members that nothing links to: a
+    single need as it is, several as the list of what they need (an optional plug-in set,
+    such as torchcodec's builds for five FFmpeg versions, is dozens of needs); ``wh why
+    NAME --libraries`` and ``--json`` list each by member."""
+    by_package: dict[str, list[LoadProblem]] = {}
+    for p in unlinked:
+        by_package.setdefault(p.package, []).append(p)
+    out = []
+    for package, found in by_package.items():
+        if len(found) == 1:
+            p = found[0]
+            out.append(
+                f"{p.message} (nothing links to {p.member}: only a dlopen at run time loads it)"
+            )
+            continue
+        members = dict.fromkeys(p.member for p in found)
+        subjects = dict.fromkeys(p.subject for p in found)
+        out.append(
+            f"{package}: {len(members)} member(s) that nothing links to (only a dlopen at run "
+            f"time loads them) have {len(found)} unmet need(s) on {platform.description}: "
+            f"{', '.join(subjects)}; `wh why {package.split(' ', 1)[0]} --libraries` lists "
+            "them by member"
+        )
+    return out
 
 
 def _machine(b: Binary) -> str:

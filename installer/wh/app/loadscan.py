@@ -530,10 +530,12 @@ def lock_record(report: LoadReport | None, options: LoadOptions) -> LoadCheck:
 
 
 def summary(report: LoadReport | None, options: LoadOptions) -> dict[str, Any]:
-    """What ``wh lock --json`` reports: the lock's record and every need with its provider."""
+    """What ``wh lock --json`` reports: the lock's record, every need with its provider, and
+    the unmet needs of members nothing links to (the lock's warnings sum them up)."""
     out = lock_record(report, options).to_toml()
     if report is not None:
         out["needs"] = [m.to_json() for m in report.met]
+        out["unlinked"] = [p.to_json() for p in report.unlinked]
     return out
 
 
