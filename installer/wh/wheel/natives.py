@@ -147,7 +147,9 @@ class Natives:
         )
 
 
-Bytes = bytes | bytearray  # kept ranges stay the bytearrays they were read into: a copy doubles
+# kept ranges stay the bytearrays they were read into (a copy doubles them): one alias for
+# both readers, held by peimage, which natives imports
+Bytes = peimage.Bytes
 
 
 class _Unreadable(Exception):
