@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 from dataclasses import replace
@@ -394,6 +395,7 @@ def test_a_fetched_wheelhouse_record_stands_for_its_wheel_only_at_that_digest(
     for bad in (
         {**quiet, "sha256": "0" * 64},
         {**quiet, "stamp": {**quiet["stamp"], "format": -1}},
+        {**quiet, "stamp": {**quiet["stamp"], "reader": "0" * 64}},  # another reader's code
         {"stamp": quiet["stamp"], "sha256": digests[kernel]},
     ):
         record.write_text(json.dumps(bad))
@@ -405,6 +407,31 @@ def test_a_fetched_wheelhouse_record_stands_for_its_wheel_only_at_that_digest(
     assert _kernel(house, "0.4.3", files, tag) == kernel
     r = lock()
     assert r.returncode == 5 and refused in r.stderr, r.stderr
+
+
+def test_the_reader_digest_changes_with_the_readers_code_and_not_with_line_endings(
+    tmp_path: Path,
+) -> None:
+    """A cached or recorded wheel's natives are used only where the same reader read them:
+    its modules' code (CRLF read as LF, as a Windows checkout has it) and pefile's version
+    make the digest; every module named is one of the package's (a renamed module would
+    otherwise drop out of it unnoticed)."""
+    from wh.wheel import natives as nat
+
+    names = ("a.py", "b.py")
+    (tmp_path / "a.py").write_bytes(b"x = 1\ny = 2\n")
+    (tmp_path / "b.py").write_bytes(b"z = 3\n")
+    first = nat.code_digest(tmp_path, names, ("pefile 1",))
+    (tmp_path / "a.py").write_bytes(b"x = 1\r\ny = 2\r\n")
+    assert nat.code_digest(tmp_path, names, ("pefile 1",)) == first
+    assert nat.code_digest(tmp_path, names, ("pefile 2",)) != first
+    (tmp_path / "b.py").write_bytes(b"z = 4\n")
+    assert nat.code_digest(tmp_path, names, ("pefile 1",)) != first
+    (tmp_path / "b.py").unlink()
+    assert nat.code_digest(tmp_path, names, ("pefile 1",)) != first
+    package = Path(nat.__file__).parent
+    assert all((package / name).is_file() for name in nat.READER_MODULES)
+    assert re.fullmatch("[0-9a-f]{64}", nat.reader_digest())
 
 
 @needs_gcc

@@ -6,6 +6,7 @@ over the installed files."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
 import shutil
@@ -76,7 +77,8 @@ def _cache_path(sha256: str) -> Path:
 
 
 def _stamp() -> dict[str, Any]:
-    return {"format": _FORMAT, "limits": nat.LIMITS}
+    """What a cached or recorded wheel's natives must have been read by to be used."""
+    return {"format": _FORMAT, "limits": nat.LIMITS, "reader": nat.reader_digest()}
 
 
 def _cached(sha256: str) -> nat.Natives | None:
@@ -96,9 +98,10 @@ def _cached(sha256: str) -> nat.Natives | None:
 # ``wh fetch`` leaves, beside the wheels it checked, what each one's compiled members need:
 # RECORDS/<sha256>.json. A lock of that wheelhouse reads a record instead of inflating the
 # wheel's libraries, only when the record names the digest the lock itself computed for the
-# wheel and was written by a reader of the same format and limits; any other record (another
-# digest, another format, unreadable) is ignored and the wheel read. A wheelhouse no fetch
-# made has no records: its wheels are read.
+# wheel and was written by the same reader (format, limits, and the digest of its code:
+# ``natives.reader_digest``); any other record (another digest, another reader, unreadable)
+# is ignored and the wheel read. A wheelhouse no fetch made has no records: its wheels are
+# read.
 
 RECORDS = ".wh-natives"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -367,9 +370,7 @@ _CHECK_CODE = (
     "app/loadcheck.py",
     "app/loadscan.py",
     "env/platformlibs.py",
-    "wheel/natives.py",
-    "wheel/deflatetail.py",
-    "wheel/dynlandmark.py",
+    *(f"wheel/{name}" for name in nat.READER_MODULES),
 )
 
 
@@ -407,6 +408,10 @@ def _report_key(
     for rel in (*_CHECK_CODE, "data/platform.json"):
         st = (root / rel).stat()
         code.append([rel, st.st_size, st.st_mtime_ns])
+    pe = importlib.util.find_spec("pefile")  # the PE parser, found without importing it
+    if pe is not None and pe.origin:
+        st = Path(pe.origin).stat()
+        code.append(["pefile", st.st_size, st.st_mtime_ns])
     units: list[Any] = []
     for name, chosen in sorted(resolution.packages.items()):
         origin = Origin.PROTECTED if name in resolution.pins else Origin.LOCKED

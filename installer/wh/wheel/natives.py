@@ -22,6 +22,8 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
+import hashlib
+import importlib.metadata
 import io
 import re
 import struct
@@ -62,6 +64,40 @@ LIMITS = {
     "needed": MAX_NEEDED,
     "member": MAX_MEMBER,
 }
+
+# the modules whose code decides what a member is read as: a result cached or recorded by
+# another version of them is not used (``reader_digest``)
+READER_MODULES = ("natives.py", "peimage.py", "deflatetail.py", "dynlandmark.py", "wheelfile.py")
+
+
+def code_digest(folder: Path, names: Iterable[str], versions: Iterable[str] = ()) -> str:
+    """sha256 over the files ``names`` of ``folder`` (line endings as LF, so a checkout with
+    CRLF gives the same digest) and ``versions``; a file that cannot be read counts as
+    absent."""
+    h = hashlib.sha256()
+    for name in names:
+        try:
+            data = (folder / name).read_bytes().replace(b"\r\n", b"\n")
+        except OSError:
+            data = b"\0absent"
+        h.update(f"{name}\0{len(data)}\0".encode())
+        h.update(data)
+    for v in versions:
+        h.update(f"\0{v}".encode())
+    return h.hexdigest()
+
+
+@functools.cache
+def reader_digest() -> str:
+    """What read the natives: these modules' code and pefile's version (it parses PE
+    members). A fix to the reader must not be hidden by what an older one cached or
+    recorded, nor a reader's own bug be carried forward by its records."""
+    try:
+        pefile_version = importlib.metadata.version("pefile")
+    except importlib.metadata.PackageNotFoundError:
+        pefile_version = "absent"
+    return code_digest(Path(__file__).parent, READER_MODULES, (f"pefile {pefile_version}",))
+
 
 _SO = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
 # the same test on a zip's stored name (ASCII, the only names ``_fast_index`` vouches for):
