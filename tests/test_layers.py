@@ -112,6 +112,7 @@ FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
     ("wh.proc.win32", "from ctypes import wintypes"): "Windows only: kernel32's types",
     ("wh.proc.lifetime", "import ctypes"): _LIFETIME,
     ("wh.proc.lifetime", "from ctypes import wintypes"): _LIFETIME,
+    ("wh.proc.memory", "import ctypes"): "Linux only: glibc's mallopt (the arena cap)",
     # Heavy libraries only some commands need: the offline ones never load them.
     ("wh.airgap.indexclient", "import urllib3"): (
         "the HTTP stack loads only when a command reaches an index (fetch, a lock with URL "

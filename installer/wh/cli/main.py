@@ -989,6 +989,8 @@ _refusals()
 
 def main() -> None:
     from wh.proc.lifetime import sigterm_as_interrupt
+    from wh.proc.memory import cap_malloc_arenas
 
     sigterm_as_interrupt()  # SIGTERM rolls an install back like Ctrl-C
+    cap_malloc_arenas()  # before any thread: two glibc arenas keep a lock's peak lower
     cli(prog_name="wh")
