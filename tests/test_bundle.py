@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import shutil
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from packaging.requirements import Requirement
 from wh import __version__
 from wh.app.bundle import MANIFEST, extract, make_bundle, open_bundle, write_manifest
 from wh.app.hooks import TargetSpec
+from wh.app.loadscan import RECORDS
 from wh.cli.main import cli
 from wh.errors import LockError
 from wh.model.manifest import Manifest
@@ -59,21 +62,36 @@ def _bundle(tmp: Path, name: str = "demo.zip", sign: Path | None = None) -> Path
 
 
 def test_bundle_holds_exactly_the_lock_and_a_manifest(tmp_path: Path) -> None:
+    """The lock, its wheels with the record of what each one's compiled members need (the
+    wheelhouse had none: the bundle writes them, so an offline lock reads no wheel's
+    members), wh's wheel, the installers and a manifest of them all."""
     out = _bundle(tmp_path)
+    house = tmp_path / "wheelhouse"
+    digests = {
+        name: hashlib.sha256((house / name).read_bytes()).hexdigest()
+        for name in ("demo_app-1.0-py3-none-any.whl", "demo_lib-1.0-py3-none-any.whl")
+    }
     with zipfile.ZipFile(out) as zf:
         names = sorted(zf.namelist())
         sums = zf.read(f"demo/{MANIFEST}").decode()
         mode = zf.getinfo("demo/install.sh").external_attr >> 16
-    assert names == [
-        "demo/SHA256SUMS",
-        "demo/bundle.txt",
-        "demo/install.ps1",
-        "demo/install.sh",
-        "demo/pylock.demo.toml",
-        f"demo/wh/wh-{__version__}-py3-none-any.whl",
-        "demo/wheels/demo_app-1.0-py3-none-any.whl",
-        "demo/wheels/demo_lib-1.0-py3-none-any.whl",
-    ]
+        records = {
+            d: json.loads(zf.read(f"demo/wheels/{RECORDS}/{d}.json")) for d in digests.values()
+        }
+    assert names == sorted(
+        [
+            "demo/SHA256SUMS",
+            "demo/bundle.txt",
+            "demo/install.ps1",
+            "demo/install.sh",
+            "demo/pylock.demo.toml",
+            f"demo/wh/wh-{__version__}-py3-none-any.whl",
+            "demo/wheels/demo_app-1.0-py3-none-any.whl",
+            "demo/wheels/demo_lib-1.0-py3-none-any.whl",
+            *(f"demo/wheels/{RECORDS}/{d}.json" for d in digests.values()),
+        ]
+    )
+    assert all(r["sha256"] == d and r["natives"]["binaries"] == [] for d, r in records.items())
     assert mode & 0o111
     listed = sorted(line.split("  ", 1)[1] for line in sums.splitlines())
     assert listed == sorted(n.removeprefix("demo/") for n in names if not n.endswith(MANIFEST))
@@ -160,7 +178,7 @@ def test_unlisted_wheel_and_unsafe_archive_entries_are_refused(tmp_path: Path) -
         open_bundle(root / "demo", on_close=lambda f: None, allow_unsigned=True)
     (root / "demo/wheels/x.whl").unlink()
     # a file below a folder of wheels/ (where the wheels' natives records go) counts too
-    (root / "demo/wheels/.wh-natives").mkdir()
+    assert (root / "demo/wheels/.wh-natives").is_dir()  # the bundle's own records
     (root / "demo/wheels/.wh-natives/planted.json").write_text("{}")
     with pytest.raises(LockError, match="1 file") as info:
         open_bundle(root / "demo", on_close=lambda f: None, allow_unsigned=True)

@@ -8,18 +8,26 @@ import json
 import re
 import shutil
 import subprocess
+import zipfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tomllib
+import wh
+from packaging.requirements import Requirement
+from wh.app.bundle import make_bundle
+from wh.app.hooks import TargetSpec
 from wh.app.loadcheck import BuiltAgainst, LoadReport, Unit, check, cuda_major
-from wh.app.loadscan import RECORDS, copy_records, record_wheelhouse
+from wh.app.loadscan import RECORDS, copy_records, read_many, record_wheelhouse
 from wh.env.platformlibs import for_target
 from wh.install.backend import uv_binary
 from wh.model.loadkinds import Origin, ProblemKind, Provider
+from wh.model.manifest import Manifest
+from wh.model.profile import Profile
 from wh.model.target import declared
+from wh.wheel import natives as nat
 from wh.wheel.natives import Binary, Natives, read_member, wheel_natives
 
 from tests.factory import make_wheel
@@ -458,6 +466,53 @@ def test_a_bundle_carries_the_records_of_its_wheels_and_only_valid_ones(
     assert copied == [f"{digests[others[1]]}.json"]
     kept = house / RECORDS / copied[0]
     assert (dest / RECORDS / copied[0]).read_bytes() == kept.read_bytes()
+
+
+@needs_gcc
+def test_a_bundle_records_what_its_wheels_need_where_the_wheelhouse_has_no_records(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wheelhouse made without `wh fetch` (pip download) has no records: `wh bundle`
+    writes one for each locked wheel from what its own lock read, so a lock of the bundle's
+    wheels on the air-gapped machine (a fresh cache) reads no compiled member."""
+
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    tag = "cp310-abi3-manylinux2014_x86_64"
+    files = {
+        "sgl_kernel/ops.abi3.so": elf["ops12.so"],
+        "sglang_kernel.libs/libhelper.so": elf["libhelper.so"],
+    }
+    kernel = _kernel(house, "0.4.3", files, tag)
+    assert not (house / RECORDS).exists()
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    make_wheel(tool, "wh", wh.__version__)
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "online-cache"))
+    profile = Profile(name="k", requirements=(Requirement("sglang-kernel"),))
+    out = tmp_path / "k.zip"
+    make_bundle(
+        Manifest.of(profile),
+        house,
+        TargetSpec(platform="manylinux_2_28_x86_64", python_version="3.12"),
+        out,
+        tool_wheels=tool,
+    )
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(out) as zf:
+        zf.extractall(unpacked)
+    wheels = unpacked / "k" / "wheels"
+    digest = hashlib.sha256(kernel.read_bytes()).hexdigest()
+    record = json.loads((wheels / RECORDS / f"{digest}.json").read_text())
+    assert Natives.from_json(record["natives"]) == wheel_natives(kernel)
+    assert len(list((wheels / RECORDS).glob("*.json"))) == len(list(wheels.glob("*.whl"))) == 3
+    # offline, a fresh cache: the lock of the bundle's wheels takes every record
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "offline-cache"))
+    reads: list[str] = []
+    real = nat.read_member
+    monkeypatch.setattr(nat, "read_member", lambda m, *a: reads.append(m) or real(m, *a))
+    got = read_many([(w, hashlib.sha256(w.read_bytes()).hexdigest()) for w in wheels.glob("*.whl")])
+    assert reads == [] and got[wheels / kernel.name] == wheel_natives(kernel)
 
 
 @needs_gcc

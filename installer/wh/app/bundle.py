@@ -23,7 +23,7 @@ from wh.airgap import signing
 from wh.app import lockfiles
 from wh.app.fetch import configured_pip_env, fetch
 from wh.app.hooks import TargetSpec
-from wh.app.loadscan import copy_records
+from wh.app.loadscan import copy_records, record_wheelhouse
 from wh.app.lock import do_lock
 from wh.env.environment import Environment
 from wh.errors import BundleError, BundleOverwriteError, ToolWheelsError, UnportablePathsError
@@ -116,9 +116,13 @@ def make_bundle(
             record = buildrecord.path_of(pkg.wheel)
             if record.is_file():
                 shutil.copy2(record, stage / WHEELS / record.name)
-        # what `wh fetch` recorded of each wheel's natives travels too: an offline lock of
-        # the bundle's wheels then reads no compiled member
+        # what each wheel's compiled members need travels with it: an offline lock of the
+        # bundle's wheels then reads no compiled member. `wh fetch`'s records are copied;
+        # the others (a wheelhouse made another way, or records of another wh) are written
+        # from what the lock above read (its cache), so every wheel has one
+        staged = {stage / WHEELS / p.filename: p.sha256 for p in locked.packages.values()}
         copy_records({p.wheel: p.sha256 for p in locked.packages.values()}, stage / WHEELS)
+        record_wheelhouse(staged)
         lock_name = f"pylock.{profile.name}.toml"
         progress.status(f"locking {profile.name} for {target.description} inside the bundle")
         done = do_lock(manifest, stage / WHEELS, stage / lock_name, spec)
