@@ -119,6 +119,8 @@ FETCH_NEW = (*FETCH[:2], "--wheelhouse", "{O}/w", *FETCH[4:])  # downloads into 
 EXPORT = ("export", "p")
 # {X}: a wheelhouse whose one wheel has an extension module needing a library nothing has
 NATIVE = ("-r", "native", "--wheelhouse", "{X}", "--python", "{P}", "--lockfile", "{O}/n.toml")
+NATIVE_BUNDLE = ("-r", "native", "--wheelhouse", "{X}", "--python", "{P}", "-o", "{O}/n.zip")
+NATIVE_BUNDLE += ("--wh-wheels", "{W}")
 
 ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     # scan
@@ -290,6 +292,10 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     ("bundle", "wh_wheels"): Diff(BUNDLE, ("--wh-wheels", "{O}/nowheels"), ("--wh-wheels", "{W}")),
     ("bundle", "as_json"): Diff(BUNDLE, ("--json",)),
     ("bundle", "verbose"): Diff(BUNDLE, ("-v",)),
+    ("bundle", "skip_load_check"): Diff(("bundle", *NATIVE_BUNDLE), ("--skip-load-check", "test")),
+    ("bundle", "allow_missing"): Diff(
+        ("bundle", *NATIVE_BUNDLE), ("--allow-missing-library", "libwhmissing.so.1=test")
+    ),
     # fetch: online; its profile flags act through the same `_profile` as lock's, proven by
     # the network tests; the flags it cannot use are refused here
     ("fetch", "profile_name"): Diff(FETCH, ("q",), ("p",)),

@@ -31,6 +31,7 @@ from wh.hashing import sha256_file, sha256_many
 from wh.install.validate import checked_index, refuse_wheels
 from wh.model import lockfile as lockmod
 from wh.model.candidates import CandidateIndex
+from wh.model.loadoptions import LoadOptions
 from wh.model.manifest import Manifest
 from wh.model.profile import Profile
 from wh.model.resolution import Resolution
@@ -93,6 +94,7 @@ def make_bundle(
     tool_wheels: Path | None = None,
     source: Path | None = None,
     sign_key: Path | None = None,
+    load: LoadOptions | None = None,
 ) -> BundleResult:
     """Lock ``manifest`` for the target and write the bundle archive to ``output``.
 
@@ -101,7 +103,9 @@ def make_bundle(
     ``sign_key`` (an ed25519 private key) signs the manifest (``wh/airgap/signing.py``).
     Every locked wheel is validated as an install would (structure, bombs), and for a
     Windows or macOS target its paths are checked against that filesystem's rules
-    (``wh/wheel/portable.py``), before the archive is written.
+    (``wh/wheel/portable.py``), before the archive is written. ``load``: the load check's
+    escape hatches (``--allow-missing-library``, ``--skip-load-check``), recorded in the
+    bundle's lock as in any lock.
     """
     key = signing.load_private_key(sign_key) if sign_key is not None else None
     profile = manifest.profile
@@ -109,7 +113,7 @@ def make_bundle(
     with tempfile.TemporaryDirectory(prefix="wh-bundle-") as tmp:
         stage = Path(tmp) / "bundle"
         (stage / WHEELS).mkdir(parents=True)
-        first = do_lock(manifest, wheelhouse, stage / "first.toml", spec, write=False)
+        first = do_lock(manifest, wheelhouse, stage / "first.toml", spec, write=False, load=load)
         locked = lockmod.parse(first.data, stage / "first.toml", require_digest=False)
         for pkg in locked.packages.values():
             shutil.copy2(pkg.wheel, stage / WHEELS / pkg.filename)
@@ -125,7 +129,7 @@ def make_bundle(
         record_wheelhouse(staged)
         lock_name = f"pylock.{profile.name}.toml"
         progress.status(f"locking {profile.name} for {target.description} inside the bundle")
-        done = do_lock(manifest, stage / WHEELS, stage / lock_name, spec)
+        done = do_lock(manifest, stage / WHEELS, stage / lock_name, spec, load=load)
         if done.overwrites:  # the install would refuse them offline: refuse here, online
             raise BundleOverwriteError(output, profile.name, done.overwrites)
         named = {

@@ -902,6 +902,7 @@ def index_cmd(as_json: bool, verbose: int, wheelhouse: Path) -> None:
     type=click.Path(path_type=Path),
     help="Sign the bundle's manifest with this ed25519 private key (`wh keygen KEY`).",
 )
+@load_options
 def bundle(
     as_json: bool,
     verbose: int,
@@ -914,6 +915,7 @@ def bundle(
     """Write one archive to install PROFILE offline: lock, wheels, wh, manifest, scripts."""
     from wh.app.bundle import make_bundle
 
+    load = _load(kw)
     manifest = _manifest(kw)
     with reporters.showing(as_json):
         result = make_bundle(
@@ -923,6 +925,7 @@ def bundle(
             output,
             tool_wheels=wh_wheels,
             sign_key=sign_key,
+            load=load,
         )
     for need in result.needs_installed:  # loud on stderr, JSON or not: the bundle lacks it
         click.echo(
