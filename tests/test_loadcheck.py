@@ -193,6 +193,7 @@ def test_needs_met_by_another_wheel_the_policy_the_driver_and_an_rpath(
     r = _lock(tmp_path, *LINUX, "--json")
     assert r.returncode == 0, r.stdout + r.stderr
     report = json.loads(r.stdout)["load_check"]
+    assert report["unlinked"] == []  # every member here is reached from an extension module
     by = {(n["member"], n["library"]): n["by"] for n in report["needs"]}
     op = "sgl_kernel/ops.abi3.so"
     assert "nvidia-cuda-runtime-cu12 12.8.90" in by[(op, "libcudart.so.12")]
