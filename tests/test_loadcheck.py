@@ -24,6 +24,7 @@ from wh.app.loadscan import RECORDS, copy_records, read_many, record_wheelhouse
 from wh.env.platformlibs import for_target
 from wh.install.backend import uv_binary
 from wh.model.loadkinds import Origin, ProblemKind, Provider
+from wh.model.loadoptions import LoadOptions
 from wh.model.manifest import Manifest
 from wh.model.profile import Profile
 from wh.model.target import declared
@@ -508,12 +509,27 @@ def test_a_bundle_records_what_its_wheels_need_where_the_wheelhouse_has_no_recor
     assert Natives.from_json(record["natives"]) == wheel_natives(kernel)
     assert len(list((wheels / RECORDS).glob("*.json"))) == len(list(wheels.glob("*.whl"))) == 3
     # offline, a fresh cache: the lock of the bundle's wheels takes every record
+    expected = wheel_natives(kernel)
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "offline-cache"))
     reads: list[str] = []
     real = nat.read_member
     monkeypatch.setattr(nat, "read_member", lambda m, *a: reads.append(m) or real(m, *a))
     got = read_many([(w, hashlib.sha256(w.read_bytes()).hexdigest()) for w in wheels.glob("*.whl")])
-    assert reads == [] and got[wheels / kernel.name] == wheel_natives(kernel)
+    assert reads == [] and got[wheels / kernel.name] == expected
+    # a bundle made with --skip-load-check reads no wheel for records it was not given
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "skip-cache"))
+    skipped = tmp_path / "skipped.zip"
+    make_bundle(
+        Manifest.of(profile),
+        house,
+        TargetSpec(platform="manylinux_2_28_x86_64", python_version="3.12"),
+        skipped,
+        tool_wheels=tool,
+        load=LoadOptions.parse("test", ()),
+    )
+    assert reads == []
+    with zipfile.ZipFile(skipped) as zf:
+        assert not [n for n in zf.namelist() if RECORDS in n]
 
 
 @needs_gcc

@@ -123,10 +123,13 @@ def make_bundle(
         # what each wheel's compiled members need travels with it: an offline lock of the
         # bundle's wheels then reads no compiled member. `wh fetch`'s records are copied;
         # the others (a wheelhouse made another way, or records of another wh) are written
-        # from what the lock above read (its cache), so every wheel has one
-        staged = {stage / WHEELS / p.filename: p.sha256 for p in locked.packages.values()}
+        # from what the lock above read (its cache), so every wheel has one. A bundle
+        # made with --skip-load-check reads no wheel for them
         copy_records({p.wheel: p.sha256 for p in locked.packages.values()}, stage / WHEELS)
-        record_wheelhouse(staged)
+        if load is None or load.skip is None:
+            record_wheelhouse(
+                {stage / WHEELS / p.filename: p.sha256 for p in locked.packages.values()}
+            )
         lock_name = f"pylock.{profile.name}.toml"
         progress.status(f"locking {profile.name} for {target.description} inside the bundle")
         done = do_lock(manifest, stage / WHEELS, stage / lock_name, spec, load=load)
