@@ -426,8 +426,6 @@ def test_the_reader_digest_changes_with_the_readers_code_and_not_with_line_endin
     its modules' code (CRLF read as LF, as a Windows checkout has it) and pefile's version
     make the digest; every module named is one of the package's (a renamed module would
     otherwise drop out of it unnoticed)."""
-    from wh.wheel import natives as nat
-
     names = ("a.py", "b.py")
     (tmp_path / "a.py").write_bytes(b"x = 1\ny = 2\n")
     (tmp_path / "b.py").write_bytes(b"z = 3\n")
@@ -477,7 +475,6 @@ def test_a_bundle_records_what_its_wheels_need_where_the_wheelhouse_has_no_recor
     """A wheelhouse made without `wh fetch` (pip download) has no records: `wh bundle`
     writes one for each locked wheel from what its own lock read, so a lock of the bundle's
     wheels on the air-gapped machine (a fresh cache) reads no compiled member."""
-
     house = tmp_path / "wh"
     _torch_stack(house, elf)
     tag = "cp310-abi3-manylinux2014_x86_64"
@@ -492,24 +489,23 @@ def test_a_bundle_records_what_its_wheels_need_where_the_wheelhouse_has_no_recor
     make_wheel(tool, "wh", wh.__version__)
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "online-cache"))
     profile = Profile(name="k", requirements=(Requirement("sglang-kernel"),))
-    out = tmp_path / "k.zip"
-    make_bundle(
-        Manifest.of(profile),
-        house,
-        TargetSpec(platform="manylinux_2_28_x86_64", python_version="3.12"),
-        out,
-        tool_wheels=tool,
-    )
+    target = TargetSpec(platform="manylinux_2_28_x86_64", python_version="3.12")
+
+    def bundle(out: Path, load: LoadOptions | None = None) -> Path:
+        make_bundle(Manifest.of(profile), house, target, out, tool_wheels=tool, load=load)
+        return out
+
+    out = bundle(tmp_path / "k.zip")
     unpacked = tmp_path / "unpacked"
     with zipfile.ZipFile(out) as zf:
         zf.extractall(unpacked)
     wheels = unpacked / "k" / "wheels"
     digest = hashlib.sha256(kernel.read_bytes()).hexdigest()
     record = json.loads((wheels / RECORDS / f"{digest}.json").read_text())
-    assert Natives.from_json(record["natives"]) == wheel_natives(kernel)
+    expected = wheel_natives(kernel)
+    assert Natives.from_json(record["natives"]) == expected
     assert len(list((wheels / RECORDS).glob("*.json"))) == len(list(wheels.glob("*.whl"))) == 3
     # offline, a fresh cache: the lock of the bundle's wheels takes every record
-    expected = wheel_natives(kernel)
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "offline-cache"))
     reads: list[str] = []
     real = nat.read_member
@@ -518,15 +514,7 @@ def test_a_bundle_records_what_its_wheels_need_where_the_wheelhouse_has_no_recor
     assert reads == [] and got[wheels / kernel.name] == expected
     # a bundle made with --skip-load-check reads no wheel for records it was not given
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "skip-cache"))
-    skipped = tmp_path / "skipped.zip"
-    make_bundle(
-        Manifest.of(profile),
-        house,
-        TargetSpec(platform="manylinux_2_28_x86_64", python_version="3.12"),
-        skipped,
-        tool_wheels=tool,
-        load=LoadOptions.parse("test", ()),
-    )
+    skipped = bundle(tmp_path / "skipped.zip", LoadOptions.parse("test", ()))
     assert reads == []
     with zipfile.ZipFile(skipped) as zf:
         assert not [n for n in zf.namelist() if RECORDS in n]

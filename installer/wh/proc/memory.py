@@ -3,10 +3,9 @@
 Why: ``wh lock`` hashes on two threads while a third reads the compiled members' natives
 and a fourth reads RECORDs. glibc gives threads that allocate at once arenas of their own
 (up to eight per core), and each keeps what its thread freed: the inflater's 256 KiB
-outputs and the hashing's 1 MiB reads leave several MB resident per arena. Two arenas took
-a cold lock of the real sglang stack without fetch's records from 97-99.5 MB peak to
-90-94 MB, at the same speed (docs/performance-loadcheck.md). Elsewhere (Windows, macOS,
-musl) the allocator is another one and nothing is done.
+outputs and the hashing's 1 MiB reads leave several MB resident per arena, which a lock's
+peak memory counts (docs/performance-loadcheck.md has the figures). Elsewhere (Windows,
+macOS, musl) the allocator is another one and nothing is done.
 """
 
 from __future__ import annotations
