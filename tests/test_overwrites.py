@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from wh import __version__
+from wh.install.layout import Schemes, key, layout, write_keys
+from wh.install.overwrite import between_wheels
 
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
@@ -139,3 +142,54 @@ def test_an_allowed_overwrite_within_one_batch_installs(
     assert "batch 1/1" in r.stderr
     site = next((python.parent.parent / "lib").glob("python3*/site-packages"))
     assert (site / "build_backend.py").read_bytes() == b"b = 2\n"
+
+
+def _schemes() -> Schemes:
+    site = Path("/s/site-packages")
+    return Schemes(site, site, Path("/s/bin"), Path("/s"), "3.12")
+
+
+def test_write_keys_are_the_paths_layout_maps_on_every_real_wheel() -> None:
+    """The overwrite pass compares paths from the central directory alone; they must be
+    the ones the full mapping gives, member for member, on every real wheel here (data
+    schemes, headers, console scripts, dist-info files a backend generates)."""
+    wheels = sorted(REAL.glob("*.whl"))
+    if not wheels:
+        pytest.skip(f"{REAL} holds no wheels")
+    schemes = _schemes()
+    for w in wheels:
+        lay = layout(w, schemes)
+        expected = [t.cmp_key for t in lay.files] + [key(p) for p in lay.scripts]
+        assert write_keys(w, schemes) == expected, w.name
+
+
+def test_only_wheels_sharing_a_path_are_compared_and_every_kind_of_path_counts(
+    tmp_path: Path,
+) -> None:
+    """A ``.data/purelib`` file that lands on another wheel's module, a console script two
+    wheels make (and nothing else in common), an identical shared file (no overwrite); a
+    wheel sharing nothing is left out of the comparison, and a broken one is skipped."""
+    h = tmp_path / "house"
+
+    def ep(target: str) -> bytes:
+        return f"[console_scripts]\ntool = {target}:main\n".encode()
+
+    a = make_wheel(h, "aa", "1.0", files={"a.py": b"x = 1\n", "ns/__init__.py": b""})
+    b = make_wheel(
+        h, "bb", "1.0", files={"bb-1.0.data/purelib/a.py": b"x = 2\n", "ns/__init__.py": b""}
+    )
+    c = make_wheel(h, "cc", "1.0", files={"c.py": b""})
+    e = make_wheel(
+        h, "ee", "1.0", files={"e.py": b"", "ee-1.0.dist-info/entry_points.txt": ep("e")}
+    )
+    f = make_wheel(
+        h, "ff", "1.0", files={"f.py": b"", "ff-1.0.dist-info/entry_points.txt": ep("f")}
+    )
+    broken = h / "dd-1.0-py3-none-any.whl"  # no dist-info folder: left to the install
+    with zipfile.ZipFile(broken, "w") as z:
+        z.writestr("a.py", b"x = 3\n")
+    found = between_wheels([a, broken, c, e, b, f])
+    assert "bb and aa both write a.py" in found
+    assert any(line.startswith("ff and ee both write ") and "/tool" in line for line in found)
+    assert not any("ns/__init__.py" in line or "cc" in line for line in found), found
+    assert between_wheels([a, c, b], ["bb"]) == []

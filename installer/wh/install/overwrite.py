@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import zipfile
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,8 +12,17 @@ from pathlib import Path
 from packaging.utils import NormalizedName, canonicalize_name
 
 from wh.errors import OverwriteError, allow_overwrite_hint
-from wh.install.layout import Schemes, Target, WheelLayout, installed_files, key, layout
+from wh.install.layout import (
+    Schemes,
+    Target,
+    WheelLayout,
+    installed_files,
+    key,
+    layout,
+    write_keys,
+)
 from wh.model.installed import InstalledDist
+from wh.model.wheel import WheelProblem
 from wh.wheel.portable import fold
 
 
@@ -204,15 +214,27 @@ def between_wheels(wheels: Sequence[Path], allow_overwrite: Collection[str] = ()
     environment is involved (what `wh lock` and `wh bundle` report): one line per file,
     naming the distributions and the profile field that allows it. Identical files (a
     shared namespace ``__init__.py``) are no overwrite. A wheel too broken to map is left
-    to the install's own checks, which name what is wrong with it."""
+    to the install's own checks, which name what is wrong with it.
+
+    The paths are compared first from the central directories alone (``write_keys``);
+    only the wheels that share a path with another are mapped whole and their RECORDs
+    read, to compare hashes: in a real stack that is a handful of 180 wheels."""
     site = _LOCK_SITE / "site-packages"
     schemes = Schemes(site, site, _LOCK_SITE / "scripts", _LOCK_SITE, "3")
-    layouts: list[WheelLayout] = []
-    for w in wheels:
+    first: dict[str, int] = {}  # a path (folded where names fold) -> the first wheel writing it
+    shared: set[int] = set()
+    mapped: list[int] = []
+    for i, w in enumerate(wheels):
         try:
-            layouts.append(layout(w, schemes))
-        except (OSError, ValueError, KeyError, StopIteration):  # a broken wheel: install says
-            continue
+            keys = write_keys(w, schemes)
+        except (OSError, ValueError, KeyError, StopIteration, zipfile.BadZipFile, WheelProblem):
+            continue  # a broken wheel: the install's checks say what is wrong with it
+        mapped.append(i)
+        for k in {fold(k) for k in keys} if FOLD_NAMES else set(keys):
+            j = first.setdefault(k, i)
+            if j != i:
+                shared.update((i, j))
+    layouts = [layout(wheels[i], schemes) for i in mapped if i in shared]
     out = []
     for c in clashes(layouts, {}, allow_overwrite=allow_overwrite):
         rel = os.path.relpath(c.path, site) if c.path.startswith(str(site)) else c.path
