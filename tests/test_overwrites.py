@@ -193,3 +193,28 @@ def test_only_wheels_sharing_a_path_are_compared_and_every_kind_of_path_counts(
     assert any(line.startswith("ff and ee both write ") and "/tool" in line for line in found)
     assert not any("ns/__init__.py" in line or "cc" in line for line in found), found
     assert between_wheels([a, c, b], ["bb"]) == []
+
+
+def test_a_shared_wheel_whose_record_cannot_be_read_is_left_to_the_install(
+    tmp_path: Path,
+) -> None:
+    """RECORD is read only for wheels that share a path; one whose RECORD fails its CRC
+    is skipped there as at the first pass, and the other clashes are still found."""
+    h = tmp_path / "house"
+    a = make_wheel(h, "aa", "1.0", files={"a.py": b"x = 1\n", "b.py": b"y = 1\n"})
+    b = make_wheel(h, "bb", "1.0", files={"b.py": b"y = 2\n"})
+    good = make_wheel(h, "cc", "1.0", files={"a.py": b"x = 2\n"})
+    bad = tmp_path / "cc-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bad, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info))
+    data = bad.read_bytes()
+    at = data.index(b"a.py,sha256=")  # the stored RECORD's bytes: one changed, CRC now wrong
+    bad.write_bytes(data[:at] + b"A" + data[at + 1 :])
+    with zipfile.ZipFile(bad) as z, pytest.raises(zipfile.BadZipFile):
+        z.read("cc-1.0.dist-info/RECORD")
+    assert between_wheels([a, bad, b]) == ["bb and aa both write b.py"]
+    assert between_wheels([a, good, b]) == [
+        "cc and aa both write a.py",
+        "bb and aa both write b.py",
+    ]

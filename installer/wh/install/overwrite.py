@@ -209,6 +209,10 @@ def refuse_clashes(found: Sequence[Clash]) -> None:
 _LOCK_SITE = Path(os.path.abspath(os.sep)) / "wh-lock-site"
 
 
+# what mapping a wheel too broken to install raises (its zip, its dist-info, its RECORD)
+_BROKEN = (OSError, ValueError, KeyError, StopIteration, zipfile.BadZipFile, WheelProblem)
+
+
 def between_wheels(wheels: Sequence[Path], allow_overwrite: Collection[str] = ()) -> list[str]:
     """Files two wheels of one lock would both write, from their RECORDs, before any
     environment is involved (what `wh lock` and `wh bundle` report): one line per file,
@@ -223,18 +227,21 @@ def between_wheels(wheels: Sequence[Path], allow_overwrite: Collection[str] = ()
     schemes = Schemes(site, site, _LOCK_SITE / "scripts", _LOCK_SITE, "3")
     first: dict[str, int] = {}  # a path (folded where names fold) -> the first wheel writing it
     shared: set[int] = set()
-    mapped: list[int] = []
     for i, w in enumerate(wheels):
         try:
             keys = write_keys(w, schemes)
-        except (OSError, ValueError, KeyError, StopIteration, zipfile.BadZipFile, WheelProblem):
+        except _BROKEN:
             continue  # a broken wheel: the install's checks say what is wrong with it
-        mapped.append(i)
         for k in {fold(k) for k in keys} if FOLD_NAMES else set(keys):
             j = first.setdefault(k, i)
             if j != i:
                 shared.update((i, j))
-    layouts = [layout(wheels[i], schemes) for i in mapped if i in shared]
+    layouts: list[WheelLayout] = []
+    for i in sorted(shared):  # install order
+        try:
+            layouts.append(layout(wheels[i], schemes))
+        except _BROKEN:  # its RECORD, read only now
+            continue
     out = []
     for c in clashes(layouts, {}, allow_overwrite=allow_overwrite):
         rel = os.path.relpath(c.path, site) if c.path.startswith(str(site)) else c.path
