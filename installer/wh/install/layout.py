@@ -144,13 +144,14 @@ def key_under(base_key: str, rel: str) -> str:
 @dataclass(frozen=True)
 class _Placed:
     """Where a wheel's members go, before RECORD is read: each member's arcname, base
-    folder and path under it, and the console scripts its entry points make."""
+    folder, path under it and ``key`` of the whole path, and the console scripts its entry
+    points make."""
 
     name: NormalizedName
     index: ZipIndex
     root: Path  # purelib or platlib, as the WHEEL file says
     dist_info: str
-    members: list[tuple[str, Path, str]]
+    members: list[tuple[str, Path, str, str]]
     scripts: list[Path]
 
 
@@ -167,7 +168,8 @@ def _place(wheel: Path, schemes: Schemes, index: ZipIndex | None) -> _Placed:
     ep = f"{di}/entry_points.txt"
     entry_points = read(ep) if ep in index.names else b""
     data_prefix = di[: -len(".dist-info")] + ".data/"
-    members: list[tuple[str, Path, str]] = []
+    members: list[tuple[str, Path, str, str]] = []
+    base_keys: dict[Path, str] = {}
     for arc in names:
         if arc.startswith(data_prefix):
             scheme, _, rest = arc[len(data_prefix) :].partition("/")
@@ -184,7 +186,10 @@ def _place(wheel: Path, schemes: Schemes, index: ZipIndex | None) -> _Placed:
                 base, rel = schemes.data, rest
         else:
             base, rel = root, arc
-        members.append((arc, base, rel))
+        bk = base_keys.get(base)
+        if bk is None:
+            bk = base_keys[base] = key(base)
+        members.append((arc, base, rel, key_under(bk, rel)))
     scripts: list[Path] = []
     for script in script_names(entry_points):
         for suffix in ("", ".exe", "-script.py", "-script.pyw", ".cmd"):
@@ -202,14 +207,10 @@ def layout(wheel: Path, schemes: Schemes, index: ZipIndex | None = None) -> Whee
         record.entries(placed.index.rows(record_name)) if record_name in placed.index.names else {}
     )
     files: list[Target] = []
-    base_keys: dict[Path, str] = {}
-    for arc, base, rel in placed.members:
+    for arc, base, rel, cmp_key in placed.members:
         digest, size = rows.get(arc, ("", ""))
-        bk = base_keys.get(base)
-        if bk is None:
-            bk = base_keys[base] = key(base)
         declared = int(size) if size.isdigit() else None
-        files.append(Target(base, rel, digest, arc, declared, key_under(bk, rel)))
+        files.append(Target(base, rel, digest, arc, declared, cmp_key))
     for extra in GENERATED_DIST_INFO:
         files.append(Target(root, f"{di}/{extra}", ""))
     data_dir = di[: -len(".dist-info")] + ".data"
@@ -223,13 +224,7 @@ def write_keys(wheel: Path, schemes: Schemes) -> list[str]:
     RECORD or making a Target for each: what finding which wheels write a path in common
     needs, for 60,000 files."""
     placed = _place(wheel, schemes, None)
-    out: list[str] = []
-    base_keys: dict[Path, str] = {}
-    for _arc, base, rel in placed.members:
-        bk = base_keys.get(base)
-        if bk is None:
-            bk = base_keys[base] = key(base)
-        out.append(key_under(bk, rel))
+    out = [cmp_key for *_, cmp_key in placed.members]
     out += [key(placed.root / placed.dist_info / extra) for extra in GENERATED_DIST_INFO]
     out += [key(p) for p in placed.scripts]
     return out
