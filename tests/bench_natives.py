@@ -1,7 +1,7 @@
 """What reading the natives of a folder of wheels costs, on one thread, with no lock around it.
 
 ``python -m tests.bench_natives FOLDER [RUNS]`` reads every library-named member of every
-wheel in FOLDER as a cold ``wh lock`` without fetch's records does (``loadscan._Reading``
+wheel in FOLDER as a cold ``wh lock`` without fetch's records does (``nativesread.Reading``
 on one thread: members shared by two wheels are read once), RUNS times (default 3), and
 prints the CPU seconds of each run, then the bytes the ISA-L (or zlib) inflaters
 returned, each member read on its own, by member size, and the members that inflated
@@ -51,15 +51,14 @@ class _Counting:
 
 
 def main(argv: list[str]) -> int:
-    from wh.app import loadscan
-    from wh.wheel import natives
+    from wh.wheel import natives, nativesread
 
     folder = Path(argv[0])
     runs = int(argv[1]) if len(argv) > 1 else 3
     paths = sorted(folder.glob("*.whl"))
     for i in range(runs):
         t = time.process_time()
-        reading = loadscan._Reading(paths, 1)
+        reading = nativesread.Reading(paths, 1)
         try:
             n = sum(len(reading.natives(p).binaries) for p in paths)
         finally:

@@ -266,39 +266,102 @@ def _spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @needs_gcc
-def test_natives_read_while_hashing_are_the_ones_read_after_and_only_where_no_cache_answers(
+def test_natives_read_early_by_the_helper_are_the_ones_read_after_and_only_where_no_cache_answers(
     tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``wh lock`` starts reading natives as soon as it knows the locked wheels, before
-    their digests (the caches' key) are known: the same result as reading them after,
-    cached by digest the same way, and nothing read where the digest or fetch's records
-    can answer."""
+    """``wh lock`` starts reading natives in a child process as soon as its scan has listed
+    the wheelhouse, before the wheels' digests (the caches' key) are known: the same result
+    as reading them after, none of it inflated in this process, cached by digest the same
+    way, and nothing read where the digest or fetch's records can answer."""
     from wh.app import loadscan
     from wh.wheelhouse.scan import scan
 
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
     house = tmp_path / "wh"
     _torch_stack(house, elf)
-    wheels = scan(house, hashes=False).wheels
+    listed: list[list[Path]] = []
+    wheels = scan(house, hashes=False, on_unhashed=listed.append).wheels
     assert wheels and all(not w.sha256 for w in wheels)
+    assert listed == [sorted(w.path for w in wheels)]  # called once, before the metadata
     reads = _spy_reads(monkeypatch)
     digests = {w.path: hashlib.sha256(w.path.read_bytes()).hexdigest() for w in wheels}
-    with loadscan.Prefetch(wheels) as pre:
+    with loadscan.Prefetch() as pre:
+        pre.start(listed[0])
+        pre.narrow(wheels)
         early = loadscan.read_many([(p, d) for p, d in digests.items()], pre)
-    n = len(reads)
-    assert n > 0
+    assert not reads  # the child read them all
     assert early == {w.path: wheel_natives(w.path) for w in wheels}
-    # cached by digest: read again with the digests known, nothing is inflated
     reads.clear()
+    # cached by digest: read again with the digests known, nothing is inflated
     assert loadscan.read_many(list(digests.items())) == early and not reads
     # wheels whose digest is known, or a wheelhouse with records: nothing is read early
+    listed.clear()
     hashed = scan(house).wheels
     assert all(w.sha256 for w in hashed)
-    with loadscan.Prefetch(hashed) as pre:
-        assert pre.take(hashed[0].path) is None and not reads
+    assert scan(house, hashes=False, on_unhashed=listed.append).wheels == hashed
+    assert listed == [[]]
     (house / RECORDS).mkdir()
-    with loadscan.Prefetch(wheels) as pre:
+    with loadscan.Prefetch() as pre:
+        pre.start([w.path for w in wheels])
         assert pre.take(wheels[0].path) is None and not reads
+
+
+@needs_gcc
+def test_the_helper_drops_what_the_lock_does_not_lock(
+    tmp_path: Path, elf: dict[str, bytes]
+) -> None:
+    """Once the resolution is known the child is told which wheels are still wanted: the
+    others are not answered (nor read where their reading has not begun)."""
+    from wh.wheel.nativesread import Worker
+
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    paths = sorted(house.glob("*.whl"))
+    worker = Worker(paths)
+    try:
+        worker.narrow({paths[0]})
+        assert worker.take(paths[0]) == wheel_natives(paths[0])
+        assert all(worker.take(p) is None for p in paths[1:])
+        assert worker.failure == ""
+    finally:
+        worker.close()
+    assert worker._proc.poll() is not None  # stopped and waited for
+
+
+@needs_gcc
+def test_a_helper_that_fails_is_reported_and_its_wheels_are_read_here(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child that ends without answering (here: one that exits at once, saying why) costs
+    only time: its wheels are read in this process, with the same result, and the lock says
+    that the helper ended, with its exit status and its last words."""
+    from wh import progress
+    from wh.app import loadscan
+    from wh.wheel import nativesread
+
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(
+        nativesread, "_CHILD", "import sys; sys.stderr.write('no isal here\\n'); sys.exit(3)"
+    )
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    paths = sorted(house.glob("*.whl"))
+    said: list[str] = []
+
+    class Told(progress.Silent):
+        def status(self, message: str) -> None:
+            said.append(message)
+
+    reads = _spy_reads(monkeypatch)
+    with progress.reporting(Told()), loadscan.Prefetch() as pre:
+        pre.start(paths)
+        got = loadscan.read_many([(p, "") for p in paths], pre)
+    assert got == {p: wheel_natives(p) for p in paths}
+    assert reads  # read here
+    assert [m for m in said if "helper" in m] == [
+        "the helper reading compiled members ended (exit status 3: no isal here); "
+        "reading the rest in this process"
+    ]
 
 
 def _forge_crc(wheel: Path, member: str, crc: int) -> None:
@@ -326,7 +389,7 @@ def test_a_library_shipped_twice_is_inflated_once_and_a_forged_twin_is_read(
     (method, CRC-32, sizes) but whose bytes differ is read on its own."""
     import zipfile
 
-    from wh.app import loadscan
+    from wh.wheel import nativesread
 
     house = tmp_path / "wh"
     house.mkdir()
@@ -348,7 +411,7 @@ def test_a_library_shipped_twice_is_inflated_once_and_a_forged_twin_is_read(
     _forge_crc(forged, "forged/b.so", zipfile.crc32(ops))
     reads = _spy_reads(monkeypatch)
     paths = [twice, elsewhere, forged]
-    reading = loadscan._Reading(paths, 2)
+    reading = nativesread.Reading(paths, 2)
     try:
         got = {p: reading.natives(p) for p in paths}
     finally:

@@ -10,10 +10,7 @@ import importlib.util
 import json
 import re
 import shutil
-import zipfile
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -26,13 +23,13 @@ from wh.app.verify import Finding, FindingKind
 from wh.cache.stamps import write_json
 from wh.env.platformlibs import Platform, for_target, live
 from wh.errors import LockError
-from wh.model.loadkinds import BinaryFormat, Origin
+from wh.model.loadkinds import Origin
 from wh.model.loadoptions import LoadOptions
 from wh.model.toolwh import AllowedMissing, BuildRecord, LoadCheck
-from wh.proc.cores import usable_cores
 from wh.settings import cache_dir
 from wh.wheel import natives as nat
 from wh.wheel import record
+from wh.wheel.nativesread import Reading, Worker
 
 if TYPE_CHECKING:
     from wh.env.environment import Environment
@@ -158,91 +155,55 @@ def natives_of(path: Path, sha256: str = "") -> nat.Natives:
     return read_many([(path, sha256)])[path]
 
 
-def _read_like(
-    lead: nat.Member, read: Future[nat.Binary | None], m: nat.Member
-) -> nat.Binary | None:
-    """``m``'s needs: those ``lead`` was read to, where both store the same bytes (a
-    library shipped twice, by two wheels or under two names), else read."""
-    if nat.same_data(lead, m):
-        got = read.result()
-        return None if got is None else replace(got, member=m.path)
-    return nat.read_member(m.path, m.size, m.open)
-
-
-class _Reading:
-    """The members of some wheels being read on a pool of ``usable_cores()`` threads,
-    largest first (inflating releases the GIL); ``natives(path)`` waits for one wheel's.
-    A member stored with the same bytes as one read before it waits for that one's result
-    instead of inflating again (``_read_like``): the lead was submitted first, so it runs
-    before or beside the one that waits."""
-
-    def __init__(self, paths: Sequence[Path], threads: int = 0) -> None:
-        self._members: dict[Path, list[nat.Member]] = {}
-        self._unreadable: dict[Path, nat.Natives] = {}
-        for path in paths:
-            if path in self._members or path in self._unreadable:
-                continue
-            try:
-                self._members[path] = nat.wheel_members(path)
-            except (OSError, zipfile.BadZipFile) as exc:
-                why = f"not a readable zip ({exc})"
-                binary = nat.Binary(path.name, BinaryFormat.UNKNOWN, problem=why)
-                self._unreadable[path] = nat.Natives((), (binary,))
-        tasks = [m for ms in self._members.values() for m in ms]
-        tasks.sort(key=lambda m: -m.size)
-        threads = threads or usable_cores()
-        self._pool = ThreadPoolExecutor(max_workers=max(1, min(len(tasks), threads)))
-        self._futures: dict[int, Future[nat.Binary | None]] = {}
-        leads: dict[tuple[int, int, int, int], nat.Member] = {}
-        for m in tasks:
-            lead = leads.setdefault(m.key, m) if m.key is not None else m
-            if lead is m:
-                fut = self._pool.submit(nat.read_member, m.path, m.size, m.open)
-            else:
-                fut = self._pool.submit(_read_like, lead, self._futures[id(lead)], m)
-            self._futures[id(m)] = fut
-
-    def __contains__(self, path: Path) -> bool:
-        return path in self._members or path in self._unreadable
-
-    def natives(self, path: Path) -> nat.Natives:
-        if path in self._unreadable:
-            return self._unreadable[path]
-        members = self._members[path]
-        return nat.natives_from(members, [self._futures[id(m)].result() for m in members])
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
-
-
 class Prefetch:
-    """Natives read on background threads while ``wh lock`` hashes the same wheels: the
-    digest that keys the caches is not known yet, so only where no cache can answer (a
-    wheel not hashed before, in a wheelhouse without ``wh fetch``'s records). ``read_many``
-    takes what was read; closing cancels what was not needed."""
+    """Natives read in a child process (``nativesread.Worker``) while ``wh lock`` scans,
+    resolves and hashes: the digest that keys the caches is not known yet, so only where
+    no cache can answer (a wheel not hashed before, in a wheelhouse without ``wh fetch``'s
+    records). It starts as soon as the scan has listed the wheelhouse (``start``), on every
+    wheel not hashed before: until the resolution is known the second core is otherwise
+    idle. ``narrow`` then drops what the lock does not need; ``read_many`` takes what was
+    read (and reads in this process what the child did not answer, saying why); closing
+    stops the child."""
 
-    def __init__(self, wheels: Iterable[Wheel]) -> None:
-        paths = [w.path for w in wheels if not w.sha256 and not (w.path.parent / RECORDS).is_dir()]
-        # listing the members of every wheel is Python work of its own: it is done on the
-        # background thread too, so the lock's hashing starts at once
-        self._starter = ThreadPoolExecutor(max_workers=1) if paths else None
-        self._reading: Future[_Reading] | None = None
-        if self._starter is not None:
-            self._reading = self._starter.submit(_Reading, paths, 1)
+    def __init__(self) -> None:
+        self._worker: Worker | None = None
+        self._told = False
+
+    def start(self, paths: Sequence[Path]) -> None:
+        """Read the natives of ``paths`` (those of a folder with records are not read)."""
+        if self._worker is not None:
+            raise RuntimeError("a prefetch is started once")
+        todo = [p for p in paths if not (p.parent / RECORDS).is_dir()]
+        if not todo:
+            return
+        try:
+            self._worker = Worker(todo)
+        except OSError as exc:
+            progress.status(f"reading compiled members in this process: no helper ({exc})")
+
+    def narrow(self, wheels: Iterable[Wheel]) -> None:
+        """Only ``wheels`` are wanted (each without a digest yet)."""
+        if self._worker is not None:
+            self._worker.narrow({w.path for w in wheels if not w.sha256})
 
     def take(self, path: Path) -> nat.Natives | None:
-        if self._reading is None:
+        if self._worker is None:
             return None
-        reading = self._reading.result()
-        return reading.natives(path) if path in reading else None
+        got = self._worker.take(path)
+        if got is None and not self._told:
+            why = self._worker.failure
+            if why:
+                self._told = True
+                progress.status(
+                    f"the helper reading compiled members ended ({why}); "
+                    "reading the rest in this process"
+                )
+        return got
 
     def close(self) -> None:
-        if self._reading is not None and self._starter is not None:
-            # a listing that failed has no pool to stop; take() raised its error already
-            if self._reading.exception() is None:
-                self._reading.result().close()
-            self._starter.shutdown()
-            self._reading = None
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
 
     def __enter__(self) -> Prefetch:
         return self
@@ -256,7 +217,7 @@ def read_many(
 ) -> dict[Path, nat.Natives]:
     """Natives of many wheels: cached ones by digest (the user's cache, then the
     wheelhouse's records), then what ``prefetch`` read; the members of the others read
-    on all cores at once (``_Reading``); what was read is cached by digest."""
+    on all cores at once (``Reading``); what was read is cached by digest."""
     out: dict[Path, nat.Natives] = {}
     todo: list[Path] = []
     digest: dict[Path, str] = {}
@@ -276,7 +237,7 @@ def read_many(
         else:
             todo.append(path)
     if todo:
-        reading = _Reading(todo)
+        reading = Reading(todo)
         try:
             for path in todo:
                 out[path] = reading.natives(path)

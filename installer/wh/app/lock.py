@@ -82,30 +82,32 @@ def do_lock(
         raise EmptyProfileError(profile.name)
     # The interpreter probe (a subprocess) runs while the wheelhouse is scanned. The scan
     # reads every wheel's metadata, but hashes only the wheels of the packages locked below.
-    if resolved is not None:
-        wh = scan_wheelhouse(wheelhouse_dir, hashes=False)
-        target, env = resolved
-    else:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            probing = pool.submit(spec.resolve)
-            wh = scan_wheelhouse(wheelhouse_dir, hashes=False)
-            target, env = probing.result()
-    dists = env.dists if env is not None else None
-    pins, absent = manifest.pins_for(target, dists, wh.wheels, str(env.python) if env else "")
-    installed = manifest.preferences(dists, pins)
-    progress.status(f"resolving for {target.description}")
     load = load or LoadOptions()
-    prefetch: loadscan.Prefetch | None = None
+    # natives are read from the moment the wheelhouse is listed (see ``Prefetch``)
+    prefetch = loadscan.Prefetch() if load.skip is None else None
+    early = prefetch.start if prefetch is not None else None
     try:
+        if resolved is not None:
+            wh = scan_wheelhouse(wheelhouse_dir, hashes=False, on_unhashed=early)
+            target, env = resolved
+        else:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                probing = pool.submit(spec.resolve)
+                wh = scan_wheelhouse(wheelhouse_dir, hashes=False, on_unhashed=early)
+                target, env = probing.result()
+        dists = env.dists if env is not None else None
+        pins, absent = manifest.pins_for(target, dists, wh.wheels, str(env.python) if env else "")
+        installed = manifest.preferences(dists, pins)
+        progress.status(f"resolving for {target.description}")
         # Wheels of each pinned name are hashed while the resolver carries on.
         with Prehash(wh.wheels) as prehash:
             index = CandidateIndex.build(wh.wheels, target, pins, installed, wh.excluded())
             resolution = resolve(manifest, index, on_pin=prehash.start)
             locked_names = set(resolution.packages)
             locked_wheels = [w for w in wh.wheels if w.name in locked_names]
-            if load.skip is None:  # natives are read while the same wheels are hashed
+            if prefetch is not None:  # natives are read while the same wheels are hashed
                 to_read = loadscan.wheels_to_read(resolution, target, env, wh.wheels)
-                prefetch = loadscan.Prefetch([w for part in to_read for w in part.values()])
+                prefetch.narrow([w for part in to_read for w in part.values()])
             progress.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
             # RECORDs are read for overwrites while the hashing threads (GIL released) run
             with ThreadPoolExecutor(max_workers=1) as side:

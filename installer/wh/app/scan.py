@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,14 @@ from wh.errors import WheelhouseError, WheelsExcludedError
 from wh.wheelhouse.scan import Wheelhouse, scan
 
 
-def scan_wheelhouse(root: Path, *, hashes: bool = True) -> Wheelhouse:
+def scan_wheelhouse(
+    root: Path,
+    *,
+    hashes: bool = True,
+    on_unhashed: Callable[[list[Path]], object] | None = None,
+) -> Wheelhouse:
     progress.status(f"scanning {root}")
-    return scan(root, hashes=hashes)
+    return scan(root, hashes=hashes, on_unhashed=on_unhashed)
 
 
 @dataclass(frozen=True)

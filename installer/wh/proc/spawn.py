@@ -105,3 +105,31 @@ def run(
 
 def _tail(text: str, lines: int = 30) -> list[str]:
     return text.strip().splitlines()[-lines:]
+
+
+def start(args: Sequence[str | Path], *, what: str) -> subprocess.Popen[str]:
+    """Start ``args`` (never through a shell) with UTF-8 text pipes on its three streams:
+    a helper wh talks to while it works. Tracked by ``lifetime`` (it dies with wh) until
+    ``stop``. ``OSError`` where it cannot be started."""
+    argv = [str(a) for a in args]
+    log.info("$ %s  (%s)", argv[0], what)
+    child = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+    )
+    lifetime.started(child, what)
+    return child
+
+
+def stop(child: subprocess.Popen[str]) -> None:
+    """Kill a helper ``start`` started (where still running) and wait for it; the caller
+    closes its pipes once done reading them."""
+    try:
+        lifetime.kill(child)
+    finally:
+        lifetime.ended(child)

@@ -112,6 +112,7 @@ def scan(
     *,
     use_cache: bool = True,
     hashes: bool = True,
+    on_unhashed: Callable[[list[Path]], object] | None = None,
 ) -> Wheelhouse:
     """Read every ``*.whl`` directly in ``root``. Unchanged files cost only a stat call.
 
@@ -158,6 +159,8 @@ def scan(
             entries[p.name] = hit
         else:
             stale.append(p)
+    if on_unhashed is not None and not hashes:
+        on_unhashed([p for p in paths if "sha256" not in entries.get(p.name, {})])
 
     progress.hashing_total(len(stale))
     if hashes:
