@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 from wh import __version__
 from wh.app.bundle import MANIFEST, extract, make_bundle, open_bundle, write_manifest
 from wh.app.hooks import TargetSpec
-from wh.app.loadscan import RECORDS
+from wh.app.prefetch import RECORDS
 from wh.cli.main import cli
 from wh.errors import LockError
 from wh.model.manifest import Manifest

@@ -22,7 +22,7 @@ from wh.airgap.indexclient import parse_html_page, parse_json_page
 from wh.airgap.rangemeta import TAIL, metadata_from_ranges
 from wh.airgap.simpleindex import build_index, core_metadata
 from wh.app.fetch import fetch, parse_index_option
-from wh.app.loadscan import RECORDS
+from wh.app.prefetch import RECORDS
 from wh.cli.main import cli
 from wh.errors import ProfileError
 from wh.model.manifest import Manifest

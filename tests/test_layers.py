@@ -113,6 +113,10 @@ FUNCTION_LEVEL_IMPORTS: dict[tuple[str, str], str] = {
     ("wh.proc.lifetime", "import ctypes"): _LIFETIME,
     ("wh.proc.lifetime", "from ctypes import wintypes"): _LIFETIME,
     ("wh.proc.memory", "import ctypes"): "Linux only: glibc's mallopt (the arena cap)",
+    ("wh.wheel.nativeworker", "from wh.wheel.natives import Natives"): (
+        "`wh lock` starts the helper before its own imports: the spawn must not wait for "
+        "the readers"
+    ),
     # Heavy libraries only some commands need: the offline ones never load them.
     ("wh.airgap.indexclient", "import urllib3"): (
         "the HTTP stack loads only when a command reaches an index (fetch, a lock with URL "

@@ -20,7 +20,8 @@ from packaging.requirements import Requirement
 from wh.app.bundle import make_bundle
 from wh.app.hooks import TargetSpec
 from wh.app.loadcheck import BuiltAgainst, LoadReport, Unit, check, cuda_major
-from wh.app.loadscan import RECORDS, copy_records, read_many, record_wheelhouse
+from wh.app.loadscan import copy_records, read_many, record_wheelhouse
+from wh.app.prefetch import RECORDS, Prefetch
 from wh.env.platformlibs import for_target
 from wh.install.backend import uv_binary
 from wh.model.loadkinds import Origin, ProblemKind, Provider
@@ -285,7 +286,7 @@ def test_natives_read_early_by_the_helper_are_the_ones_read_after_and_only_where
     assert listed == [sorted(w.path for w in wheels)]  # called once, before the metadata
     reads = _spy_reads(monkeypatch)
     digests = {w.path: hashlib.sha256(w.path.read_bytes()).hexdigest() for w in wheels}
-    with loadscan.Prefetch() as pre:
+    with Prefetch() as pre:
         pre.start(listed[0])
         pre.narrow(wheels)
         early = loadscan.read_many([(p, d) for p, d in digests.items()], pre)
@@ -301,7 +302,7 @@ def test_natives_read_early_by_the_helper_are_the_ones_read_after_and_only_where
     assert scan(house, hashes=False, on_unhashed=listed.append).wheels == hashed
     assert listed == [[]]
     (house / RECORDS).mkdir()
-    with loadscan.Prefetch() as pre:
+    with Prefetch() as pre:
         pre.start([w.path for w in wheels])
         assert pre.take(wheels[0].path) is None and not reads
 
@@ -312,7 +313,7 @@ def test_the_helper_drops_what_the_lock_does_not_lock(
 ) -> None:
     """Once the resolution is known the child is told which wheels are still wanted: the
     others are not answered (nor read where their reading has not begun)."""
-    from wh.wheel.nativesread import Worker
+    from wh.wheel.nativeworker import Worker
 
     house = tmp_path / "wh"
     _torch_stack(house, elf)
@@ -337,11 +338,11 @@ def test_a_helper_that_fails_is_reported_and_its_wheels_are_read_here(
     that the helper ended, with its exit status and its last words."""
     from wh import progress
     from wh.app import loadscan
-    from wh.wheel import nativesread
+    from wh.wheel import nativeworker
 
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(
-        nativesread, "_CHILD", "import sys; sys.stderr.write('no isal here\\n'); sys.exit(3)"
+        nativeworker, "_CHILD", "import sys; sys.stderr.write('no isal here\\n'); sys.exit(3)"
     )
     house = tmp_path / "wh"
     _torch_stack(house, elf)
@@ -353,7 +354,7 @@ def test_a_helper_that_fails_is_reported_and_its_wheels_are_read_here(
             said.append(message)
 
     reads = _spy_reads(monkeypatch)
-    with progress.reporting(Told()), loadscan.Prefetch() as pre:
+    with progress.reporting(Told()), Prefetch() as pre:
         pre.start(paths)
         got = loadscan.read_many([(p, "") for p in paths], pre)
     assert got == {p: wheel_natives(p) for p in paths}

@@ -10,7 +10,7 @@ import importlib.util
 import json
 import re
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from packaging.utils import NormalizedName
 import wh
 from wh import progress
 from wh.app.loadcheck import BuiltAgainst, LibraryNeed, LoadProblem, LoadReport, Unit, check
+from wh.app.prefetch import RECORDS, Prefetch
 from wh.app.verify import Finding, FindingKind
 from wh.cache.stamps import write_json
 from wh.env.platformlibs import Platform, for_target, live
@@ -29,7 +30,7 @@ from wh.model.toolwh import AllowedMissing, BuildRecord, LoadCheck
 from wh.settings import cache_dir
 from wh.wheel import natives as nat
 from wh.wheel import record
-from wh.wheel.nativesread import Reading, Worker
+from wh.wheel.nativesread import Reading
 
 if TYPE_CHECKING:
     from wh.env.environment import Environment
@@ -100,7 +101,6 @@ def _cached(sha256: str) -> nat.Natives | None:
 # is ignored and the wheel read. A wheelhouse no fetch made has no records: its wheels are
 # read.
 
-RECORDS = ".wh-natives"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -153,63 +153,6 @@ def record_wheelhouse(digests: Mapping[Path, str]) -> int:
 def natives_of(path: Path, sha256: str = "") -> nat.Natives:
     """A wheel's natives, from the cache when a wheel of the same digest was read before."""
     return read_many([(path, sha256)])[path]
-
-
-class Prefetch:
-    """Natives read in a child process (``nativesread.Worker``) while ``wh lock`` scans,
-    resolves and hashes: the digest that keys the caches is not known yet, so only where
-    no cache can answer (a wheel not hashed before, in a wheelhouse without ``wh fetch``'s
-    records). It starts as soon as the scan has listed the wheelhouse (``start``), on every
-    wheel not hashed before: until the resolution is known the second core is otherwise
-    idle. ``narrow`` then drops what the lock does not need; ``read_many`` takes what was
-    read (and reads in this process what the child did not answer, saying why); closing
-    stops the child."""
-
-    def __init__(self) -> None:
-        self._worker: Worker | None = None
-        self._told = False
-
-    def start(self, paths: Sequence[Path]) -> None:
-        """Read the natives of ``paths`` (those of a folder with records are not read)."""
-        if self._worker is not None:
-            raise RuntimeError("a prefetch is started once")
-        todo = [p for p in paths if not (p.parent / RECORDS).is_dir()]
-        if not todo:
-            return
-        try:
-            self._worker = Worker(todo)
-        except OSError as exc:
-            progress.status(f"reading compiled members in this process: no helper ({exc})")
-
-    def narrow(self, wheels: Iterable[Wheel]) -> None:
-        """Only ``wheels`` are wanted (each without a digest yet)."""
-        if self._worker is not None:
-            self._worker.narrow({w.path for w in wheels if not w.sha256})
-
-    def take(self, path: Path) -> nat.Natives | None:
-        if self._worker is None:
-            return None
-        got = self._worker.take(path)
-        if got is None and not self._told:
-            why = self._worker.failure
-            if why:
-                self._told = True
-                progress.status(
-                    f"the helper reading compiled members ended ({why}); "
-                    "reading the rest in this process"
-                )
-        return got
-
-    def close(self) -> None:
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
-
-    def __enter__(self) -> Prefetch:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def read_many(

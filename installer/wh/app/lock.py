@@ -14,6 +14,7 @@ from wh import progress
 from wh.app import loadscan, lockfiles
 from wh.app.breaking import refuse_breaking
 from wh.app.hooks import TargetSpec
+from wh.app.prefetch import Prefetch
 from wh.app.scan import scan_wheelhouse
 from wh.env.environment import Environment
 from wh.errors import (
@@ -75,8 +76,11 @@ def do_lock(
     resolved: tuple[Target, Environment | None] | None = None,
     index_url: str | None = None,
     load: LoadOptions | None = None,
+    prefetch: Prefetch | None = None,
 ) -> LockResult:
-    """Lock ``manifest`` from the wheelhouse; ``resolved`` is the target when already probed."""
+    """Lock ``manifest`` from the wheelhouse; ``resolved`` is the target when already probed,
+    ``prefetch`` a child already reading the wheelhouse's natives (``Prefetch.early``:
+    closed here, as one started here is)."""
     profile = manifest.profile
     if not manifest.requirements:
         raise EmptyProfileError(profile.name)
@@ -84,7 +88,12 @@ def do_lock(
     # reads every wheel's metadata, but hashes only the wheels of the packages locked below.
     load = load or LoadOptions()
     # natives are read from the moment the wheelhouse is listed (see ``Prefetch``)
-    prefetch = loadscan.Prefetch() if load.skip is None else None
+    if load.skip is not None:
+        if prefetch is not None:
+            prefetch.close()
+        prefetch = None
+    elif prefetch is None:
+        prefetch = Prefetch()
     early = prefetch.start if prefetch is not None else None
     try:
         if resolved is not None:

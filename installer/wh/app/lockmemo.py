@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from wh import settings
 from wh.app.hooks import TargetSpec
 from wh.app.lockreport import LockReport
+from wh.app.prefetch import Prefetch
 from wh.cache.stamps import cache_file, code_stamp, stat_key, write_json
 from wh.env.environment import Environment
 from wh.model.manifest import Manifest
@@ -167,17 +168,25 @@ def lock_report(
             )
             return replace(LockReport.from_json(remembered), changed=False)
 
-    from wh.app.lock import do_lock
+    # a child starts reading the wheelhouse's compiled members now, on the core that the
+    # lock's imports leave idle (none where the check is skipped or fetch's records answer)
+    prefetch = Prefetch.early(wheelhouse) if load is None or load.skip is None else None
+    try:
+        from wh.app.lock import do_lock
 
-    result = do_lock(
-        manifest,
-        wheelhouse,
-        lock_path,
-        spec,
-        resolved=(target, env),
-        index_url=index_url,
-        load=load,
-    )
+        result = do_lock(
+            manifest,
+            wheelhouse,
+            lock_path,
+            spec,
+            resolved=(target, env),
+            index_url=index_url,
+            load=load,
+            prefetch=prefetch,
+        )
+    finally:
+        if prefetch is not None:
+            prefetch.close()
     report = LockReport.of(result)
     if memo_key:
         remember(memo_key, lock_path, result.data, report.to_json())

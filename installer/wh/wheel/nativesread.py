@@ -1,22 +1,20 @@
 """The natives of many wheels at once: read on a pool of threads in this process
-(``Reading``), or in a child process while this one does other work (``Worker``).
+(``Reading``), or by the child process that ``nativeworker.Worker`` starts (``serve``).
 
 ``wh lock`` of a wheelhouse without ``wh fetch``'s records reads every compiled member of
 the wheels it locks while it scans, resolves and hashes. Its scan and resolver are Python
 under the GIL, and a reading thread needs the GIL between two inflated pieces: beside them
 it got a tenth of a core. A child process has a GIL of its own, so the reading goes on at
 full speed on the core the lock leaves idle, and takes no GIL from the hashing threads.
-The child runs ``serve``: it is told the wheels on its stdin (one JSON line; a path list
-in a command line would meet Windows' 32,767-character limit), may be told later which of
-them are still wanted (``narrow``), and answers one JSON line per wheel. It writes nothing
-else anywhere; the lock kills it when done.
+The child runs ``serve``: it is told the wheels (or their folder) on its stdin (one JSON
+line; a path list in a command line would meet Windows' 32,767-character limit), may be
+told later which of them are still wanted (``narrow``), and answers one JSON line per
+wheel. It writes nothing else anywhere; the lock kills it when done.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
 import threading
 import zipfile
 from collections.abc import Sequence
@@ -26,7 +24,6 @@ from pathlib import Path
 from typing import IO
 
 from wh.model.loadkinds import BinaryFormat
-from wh.proc import spawn
 from wh.proc.cores import usable_cores
 from wh.wheel import natives as nat
 
@@ -111,20 +108,19 @@ class Reading:
 
 # -- the child process --------------------------------------------------------------------
 
-# what the child runs: ``sys.argv[1]`` is the folder that holds this ``wh`` package (the
-# child may not find it on its own path: a test's, or a caller's, sys.path)
-_CHILD = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from wh.wheel.nativesread import serve; sys.exit(serve(sys.stdin, sys.stdout))"
-)
-
 
 def serve(inp: IO[str], out: IO[str]) -> int:
-    """The child's side: read the wheels of the first line's ``{"paths": [...]}`` on one
-    thread, and write ``{"path": ..., "natives": ...}`` for each as its reading ends.
-    A later ``{"narrow": [...]}`` drops the others; the end of ``inp`` drops all."""
+    """The child's side: read the wheels of the first line's ``{"paths": [...]}`` (or
+    every ``*.whl`` file directly in ``{"folder": ...}``, as the wheelhouse scan lists
+    them) on one thread, and write ``{"path": ..., "natives": ...}`` for each as its
+    reading ends. A later ``{"narrow": [...]}`` drops the others; the end of ``inp`` drops
+    all."""
     request = json.loads(inp.readline() or "{}")
-    paths = [Path(p) for p in request.get("paths", ())]
+    if "folder" in request:
+        folder = Path(request["folder"])
+        paths = sorted(p for p in folder.glob("*.whl") if p.is_file())
+    else:
+        paths = [Path(p) for p in request.get("paths", ())]
     reading = Reading(paths, 1)
     wanted: set[Path] | None = None
     guard = threading.Lock()
@@ -157,96 +153,3 @@ def serve(inp: IO[str], out: IO[str]) -> int:
     finally:
         reading.close()
     return 0
-
-
-STDERR_KEPT = 8 << 10  # characters of the child's stderr kept to explain its failure
-
-
-class Worker:
-    """A child process reading the natives of ``paths`` (see the module docstring).
-    ``take`` waits for one wheel's; it is None where the child ended without it, and
-    ``failure`` then says why (its exit status and the end of its stderr)."""
-
-    def __init__(self, paths: Sequence[Path]) -> None:
-        self._paths = {str(p) for p in paths}
-        self._got: dict[str, nat.Natives] = {}
-        self._ended = False
-        self._stderr = ""
-        self._cond = threading.Condition()
-        root = Path(__file__).resolve().parent.parent.parent
-        self._proc = spawn.start(
-            [sys.executable, "-c", _CHILD, str(root)], what="reading compiled members"
-        )
-        self._send({"paths": sorted(self._paths)})
-        self._out = threading.Thread(target=self._collect, daemon=True)
-        self._err = threading.Thread(target=self._keep_stderr, daemon=True)
-        self._out.start()
-        self._err.start()
-
-    def _send(self, msg: dict[str, list[str]]) -> None:
-        stdin = self._proc.stdin
-        if stdin is None:
-            return
-        try:
-            stdin.write(json.dumps(msg) + "\n")
-            stdin.flush()
-        except OSError:  # the child ended: ``take`` says why
-            pass
-
-    def _collect(self) -> None:
-        assert self._proc.stdout is not None
-        try:
-            for line in self._proc.stdout:
-                msg = json.loads(line)
-                got = nat.Natives.from_json(msg["natives"])
-                with self._cond:
-                    self._got[str(msg["path"])] = got
-                    self._cond.notify_all()
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a garbled answer: the wheels it did not answer are read by the caller
-        finally:
-            with self._cond:
-                self._ended = True
-                self._cond.notify_all()
-
-    def _keep_stderr(self) -> None:
-        assert self._proc.stderr is not None
-        try:
-            for line in self._proc.stderr:
-                self._stderr = (self._stderr + line)[-STDERR_KEPT:]
-        except (OSError, ValueError):
-            pass
-
-    def narrow(self, wanted: set[Path]) -> None:
-        """Only ``wanted`` are still needed: the child drops the others not yet read."""
-        self._paths &= {str(p) for p in wanted}
-        self._send({"narrow": sorted(self._paths)})
-
-    def take(self, path: Path) -> nat.Natives | None:
-        key = str(path)
-        if key not in self._paths:
-            return None
-        with self._cond:
-            self._cond.wait_for(lambda: key in self._got or self._ended)
-            return self._got.get(key)
-
-    @property
-    def failure(self) -> str:
-        """Why the child ended without answering for every wanted wheel ("" if it did not)."""
-        with self._cond:
-            if not self._ended or self._paths <= set(self._got):
-                return ""
-        self._err.join(timeout=5)
-        code = self._proc.wait()
-        tail = self._stderr.strip().splitlines()[-1:] or ["no output"]
-        return f"exit status {code}: {tail[0]}"
-
-    def close(self) -> None:
-        """Stop the child (it writes nothing, so it is killed) and wait for it."""
-        spawn.stop(self._proc)
-        self._out.join(timeout=5)
-        self._err.join(timeout=5)
-        for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):  # a broken pipe to a child that is gone
-                    stream.close()

@@ -1,0 +1,99 @@
+"""Natives read by a child process while ``wh lock`` imports, scans, resolves and hashes
+(``Prefetch``), and where ``wh fetch`` records them instead (``RECORDS``).
+
+This module stays light to import: ``wh lock`` starts the child from it before importing
+the lock itself, so the child's own start-up and listing run on the core that the lock's
+imports leave idle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from wh import progress
+from wh.wheel.nativeworker import Worker
+
+if TYPE_CHECKING:
+    from wh.model.wheel import Wheel
+    from wh.wheel.natives import Natives
+
+# the folder of a wheelhouse where ``wh fetch`` records what each wheel's compiled members
+# need (see ``loadscan``): a lock of such a wheelhouse reads records, not wheels
+RECORDS = ".wh-natives"
+
+
+class Prefetch:
+    """Natives read in a child process (``nativeworker.Worker``) while ``wh lock`` scans,
+    resolves and hashes: the digest that keys the caches is not known yet, so only where
+    no cache can answer (a wheel not hashed before, in a wheelhouse without ``wh fetch``'s
+    records). ``early`` starts it on a whole wheelhouse before the lock's own imports;
+    otherwise it starts once the scan has listed the wheelhouse. ``start`` (the scan's
+    list of wheels not hashed before) and then ``narrow`` (the wheels the resolution
+    locks) drop what is not needed; ``loadscan.read_many`` takes what was read (and reads
+    in this process what the child did not answer, saying why); closing stops the child.
+    Until the resolution is known the second core is otherwise idle."""
+
+    def __init__(self) -> None:
+        self._worker: Worker | None = None
+        self._started = False
+        self._told = False
+        self._failed = False
+
+    @classmethod
+    def early(cls, folder: Path) -> Prefetch:
+        """A prefetch already reading every wheel of ``folder`` (none where the folder
+        has records or is not a folder): ``start`` then narrows it."""
+        pre = cls()
+        if folder.is_dir() and not (folder / RECORDS).is_dir():
+            pre._spawn([], folder)
+        return pre
+
+    def _spawn(self, paths: Sequence[Path], folder: Path | None = None) -> None:
+        try:
+            self._worker = Worker(paths, folder=folder)
+        except OSError as exc:
+            self._failed = True
+            progress.status(f"reading compiled members in this process: no helper ({exc})")
+
+    def start(self, paths: Sequence[Path]) -> None:
+        """Read the natives of ``paths`` (those of a folder with records are not read)."""
+        if self._started:
+            raise RuntimeError("a prefetch is started once")
+        self._started = True
+        todo = [p for p in paths if not (p.parent / RECORDS).is_dir()]
+        if self._worker is not None:  # started early, on the whole folder
+            self._worker.narrow(set(todo))
+        elif todo and not self._failed:
+            self._spawn(todo)
+
+    def narrow(self, wheels: Iterable[Wheel]) -> None:
+        """Only ``wheels`` are wanted (each without a digest yet)."""
+        if self._worker is not None:
+            self._worker.narrow({w.path for w in wheels if not w.sha256})
+
+    def take(self, path: Path) -> Natives | None:
+        if self._worker is None:
+            return None
+        got = self._worker.take(path)
+        if got is None and not self._told:
+            why = self._worker.failure
+            if why:
+                self._told = True
+                progress.status(
+                    f"the helper reading compiled members ended ({why}); "
+                    "reading the rest in this process"
+                )
+        return got
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def __enter__(self) -> Prefetch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
