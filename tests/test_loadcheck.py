@@ -308,6 +308,39 @@ def test_natives_read_early_by_the_helper_are_the_ones_read_after_and_only_where
 
 
 @needs_gcc
+def test_a_helper_started_on_the_whole_wheelhouse_answers_for_the_wheels_the_scan_names(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``wh lock`` starts the helper on the wheelhouse folder before its own imports; the
+    scan's list of wheels not hashed before then narrows it: those are answered (as
+    reading them here would), the others are not, and a folder with fetch's records or
+    no folder at all starts no helper."""
+    from wh.app import loadscan
+    from wh.wheelhouse.scan import scan
+
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    (house / "notes.whl").mkdir()  # not a wheel file: the scan skips it, so does the child
+    listed: list[list[Path]] = []
+    wheels = scan(house, hashes=False, on_unhashed=listed.append).wheels
+    unhashed = listed[0][1:]  # as if the first had been hashed before
+    reads = _spy_reads(monkeypatch)
+    with Prefetch.early(house) as pre:
+        pre.start(unhashed)
+        assert pre.take(listed[0][0]) is None
+        got = loadscan.read_many([(p, "") for p in unhashed], pre)
+    assert not reads  # every one answered by the child
+    assert got == {p: wheel_natives(p) for p in unhashed}
+    assert len(wheels) == len(listed[0]) >= 2
+    (house / RECORDS).mkdir()
+    with Prefetch.early(house) as pre:
+        assert pre._worker is None
+    with Prefetch.early(tmp_path / "absent") as pre:
+        assert pre._worker is None
+
+
+@needs_gcc
 def test_the_helper_drops_what_the_lock_does_not_lock(
     tmp_path: Path, elf: dict[str, bytes]
 ) -> None:

@@ -25,6 +25,9 @@ def test_the_cap_asks_mallopt_for_two_arenas_unless_the_user_set_their_own() -> 
     assert calls == [(memory.M_ARENA_MAX, 2)]
     # a C library that refuses the parameter (mallopt returns 0): not set, no error
     assert memory.cap_malloc_arenas(lambda p, v: 0, environ={}) is False
+    # the natives helper of ``wh lock`` asks for one
+    assert memory.cap_malloc_arenas(mallopt, environ={}, arenas=1) is True
+    assert calls == [(memory.M_ARENA_MAX, 2), (memory.M_ARENA_MAX, 1)]
 
 
 @pytest.mark.skipif(

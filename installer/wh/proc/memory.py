@@ -19,11 +19,14 @@ ARENAS = 2
 
 
 def cap_malloc_arenas(
-    mallopt: Callable[[int, int], int] | None = None, environ: dict[str, str] | None = None
+    mallopt: Callable[[int, int], int] | None = None,
+    environ: dict[str, str] | None = None,
+    arenas: int = ARENAS,
 ) -> bool:
-    """Limit glibc's malloc arenas to ``ARENAS``, before wh starts its threads. Not where
+    """Limit glibc's malloc arenas to ``arenas``, before wh starts its threads. Not where
     ``MALLOC_ARENA_MAX`` is set (the user's setting stands) or the C library has no
-    ``mallopt``. Whether the limit was set. ``mallopt`` and ``environ``: for tests."""
+    ``mallopt``. Whether the limit was set. ``mallopt`` and ``environ``: for tests. The
+    helper that reads natives for ``wh lock`` takes one: a single thread of it allocates."""
     env = os.environ if environ is None else environ
     if "MALLOC_ARENA_MAX" in env:
         return False
@@ -31,7 +34,7 @@ def cap_malloc_arenas(
         mallopt = _glibc_mallopt()
         if mallopt is None:
             return False
-    return mallopt(M_ARENA_MAX, ARENAS) == 1  # mallopt returns 1 on success
+    return mallopt(M_ARENA_MAX, arenas) == 1  # mallopt returns 1 on success
 
 
 def _glibc_mallopt() -> Callable[[int, int], int] | None:
