@@ -617,6 +617,43 @@ def test_a_bundle_records_what_its_wheels_need_where_the_wheelhouse_has_no_recor
         assert not [n for n in zf.namelist() if RECORDS in n]
 
 
+def test_the_cached_result_gives_back_an_equal_report_and_a_damaged_one_is_checked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The result cache stores each met need as indexes into one table of strings: read
+    back, the report is equal, field for field; a cache whose indexes point nowhere, or
+    that names an unknown provider, is not an answer (the lock checks again)."""
+    from wh.app import loadscan
+    from wh.app.loadcheck import LoadProblem, Met
+
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+    lib = "torch/lib/libtorch_cuda.so"
+    met = (
+        Met("torch 2.9.1", lib, "libc10.so", f"torch 2.9.1: {lib}", Provider.SAME_WHEEL),
+        Met(
+            "torch 2.9.1", lib, "libcudart.so.12", "nvidia-cuda-runtime-cu12", Provider.OTHER_WHEEL
+        ),
+        Met("sgl-kernel 0.4.3", "a.pyd", "nvcuda.dll", "the GPU driver", Provider.DRIVER, True),
+    )
+    unlinked = LoadProblem(
+        ProblemKind.MISSING_LIBRARY, "x 1", "x/y.so", "libz.so.1", "no libz", (), ()
+    )
+    report = LoadReport(
+        "manylinux_2_28 x86_64", met, (), ("w",), (("a", "b", "c"),), 3, (unlinked,)
+    )
+    cached = report.to_cache()
+    assert len(cached["strings"]) == 10  # each package, member, library and phrase once
+    assert LoadReport.from_cache(json.loads(json.dumps(cached))) == report
+    key = "0" * 64
+    path = loadscan._report_path(key)
+    path.parent.mkdir(parents=True)
+    for damage in ({"strings": []}, {"met": [[0, 0, 0, 0, "elsewhere", False]]}):
+        path.write_text(json.dumps({"key": key, "report": {**cached, **damage}}))
+        assert loadscan._cached_report(key) is None
+    path.write_text(json.dumps({"key": key, "report": cached}))
+    assert loadscan._cached_report(key) == report
+
+
 @needs_gcc
 def test_a_relock_of_the_same_wheels_reads_the_cached_result_and_a_change_checks_again(
     tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch

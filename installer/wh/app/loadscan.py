@@ -289,7 +289,7 @@ def _cached_report(key: str) -> LoadReport | None:
         data = json.loads(_report_path(key).read_text(encoding="utf-8"))
         if data.get("key") == key:
             return LoadReport.from_cache(data["report"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         pass
     return None
 
