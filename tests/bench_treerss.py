@@ -8,7 +8,8 @@ column is ``ru_maxrss`` from ``os.wait4``: the largest single process of the tre
 ``wh lock`` and its natives helper hold together. ``Rss`` counts the pages the processes
 share (the Python binary, its libraries) once per process, so the sum overstates their
 footprint; ``Pss`` splits each shared page among its sharers. Samples can miss a peak
-shorter than 10 ms.
+shorter than 10 ms. CMD runs as given each time: for a cold ``wh lock``, run with
+``--runs 1`` and a fresh ``WH_CACHE_DIR`` each time (a second run meets the lock memo).
 """
 
 from __future__ import annotations
