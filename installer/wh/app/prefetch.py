@@ -62,7 +62,8 @@ class Prefetch:
         if self._started:
             raise RuntimeError("a prefetch is started once")
         self._started = True
-        todo = [p for p in paths if not (p.parent / RECORDS).is_dir()]
+        recorded = {f for f in {p.parent for p in paths} if (f / RECORDS).is_dir()}
+        todo = [p for p in paths if p.parent not in recorded]
         if self._worker is not None:  # started early, on the whole folder
             self._worker.narrow(set(todo))
         elif todo and not self._failed:

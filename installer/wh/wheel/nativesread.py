@@ -15,6 +15,7 @@ wheel. It writes nothing else anywhere; the lock kills it when done.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import zipfile
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from typing import IO
 from wh.model.loadkinds import BinaryFormat
 from wh.proc.cores import usable_cores
 from wh.wheel import natives as nat
+from wh.wheel.wheelfile import is_wheel_entry
 
 
 def _read_like(
@@ -78,9 +80,6 @@ class Reading:
         for path, members in self._members.items():
             self._last[path] = max((order[id(m)] for m in members), default=-1)
 
-    def __contains__(self, path: Path) -> bool:
-        return path in self._members or path in self._unreadable
-
     def order(self) -> list[Path]:
         """The wheels in the order their reading ends (one thread: exactly)."""
         return [*self._unreadable, *sorted(self._last, key=lambda p: self._last[p])]
@@ -118,7 +117,8 @@ def serve(inp: IO[str], out: IO[str]) -> int:
     request = json.loads(inp.readline() or "{}")
     if "folder" in request:
         folder = Path(request["folder"])
-        paths = sorted(p for p in folder.glob("*.whl") if p.is_file())
+        with os.scandir(folder) as entries:
+            paths = sorted(folder / e.name for e in entries if is_wheel_entry(e))
     else:
         paths = [Path(p) for p in request.get("paths", ())]
     reading = Reading(paths, 1)

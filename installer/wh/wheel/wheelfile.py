@@ -325,6 +325,12 @@ def zip_index(path: Path) -> ZipIndex:
     return ZipIndex(names, names, sizes, packed, [e[9] >> 16 for e in entries], read)
 
 
+def is_wheel_entry(entry: os.DirEntry[str]) -> bool:
+    """Whether a folder entry is a wheel of a wheelhouse: a ``*.whl`` file (a link to one
+    counts; the name is compared as written, on every OS)."""
+    return entry.name.endswith(".whl") and entry.is_file()
+
+
 def read_meta(path: Path) -> WheelMeta:
     """Read METADATA (and check WHEEL exists) from the zip without extracting anything."""
     try:

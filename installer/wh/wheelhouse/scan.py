@@ -19,7 +19,7 @@ from wh.hashing import parallel_map, sha256_file
 from wh.model.wheel import Wheel, WheelMeta, WheelProblem, to_wheel
 from wh.proc.cores import usable_cores
 from wh.wheel import buildrecord
-from wh.wheel.wheelfile import read_meta
+from wh.wheel.wheelfile import is_wheel_entry, read_meta
 
 _CACHE_VERSION = 3  # 2: entries carry the verdict of to_wheel's checks; 3: ctime in key
 
@@ -133,7 +133,7 @@ def scan(
     with os.scandir(root) as it:
         for de in it:
             names.add(de.name)
-            if de.name.endswith(".whl") and de.is_file():
+            if is_wheel_entry(de):
                 stats[root / de.name] = de.stat()
     paths = sorted(stats)
     cfile = _cache_file(root)
