@@ -268,14 +268,13 @@ def test_a_narrowed_index_keeps_only_its_members_and_checks_every_entry(tmp_path
     name it does not keep is checked all the same (non-ASCII, NUL, a newline, a backslash)."""
     from wh.wheel.wheelfile import _fast_index
 
-    def keep(raw: bytes) -> bool:
-        return raw.endswith(b".so")
+    keep = re.compile(rb"\.so$", re.MULTILINE)
 
     libs = [("pkg/_a.so", b"\x7fELF" + b"a" * 100), ("pkg/sub/_b.so", b"\x7fELF" + b"b" * 50)]
     plain = _zip(tmp_path / "pkg-1.0-py3-none-any.whl", [*_members(), *libs])
     full, narrow = _fast_index(plain), _fast_index(plain, keep)
     assert full is not None and narrow is not None
-    rows = [(n, e) for n, e in zip(full[0], full[1], strict=True) if keep(n.encode())]
+    rows = [(n, e) for n, e in zip(full[0], full[1], strict=True) if keep.search(n.encode())]
     assert list(zip(narrow[0], narrow[1], strict=True)) == rows
     assert narrow[0] == ["pkg/_a.so", "pkg/sub/_b.so"]
     assert all(narrow[2](n) == dict(libs)[n] for n in narrow[0])
@@ -295,10 +294,15 @@ def test_a_narrowed_index_keeps_only_its_members_and_checks_every_entry(tmp_path
 
 
 def _agree_on(names: list[str]) -> None:
-    from wh.wheel.natives import _library_entry, is_library_name
+    from wh.wheel.natives import _LIBRARY_NAMES, _library_entry, is_library_name
+    from wh.wheel.wheelfile import _matching
 
     for n in names:
         assert _library_entry(n.encode()) == is_library_name(n), n
+    # the listing's one pass over the joined names picks the same ones
+    joined = "\n".join(names).encode()
+    picked = [i for i, n in enumerate(names) if is_library_name(n)]
+    assert _matching(joined, _LIBRARY_NAMES) == picked
 
 
 def test_the_library_test_on_stored_names_agrees_with_the_one_on_paths() -> None:

@@ -100,9 +100,10 @@ def reader_digest() -> str:
 
 
 _SO = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
-# the same test on a zip's stored name (ASCII, the only names ``_fast_index`` vouches for):
-# a ".so" suffix cannot take in a "/", so it lies in the last part of the path either way
-_LIBRARY_BYTES = re.compile(rb"\.so(\.[0-9A-Za-z_]+)*\Z|\.(?i:pyd|dll)\Z")
+# the same test on a zip's stored names (ASCII, the only names ``_fast_index`` vouches for),
+# searched once over all of a central directory's names joined by newlines, "$" being each
+# name's end: a ".so" suffix cannot take in a "/", so it lies in the last part of the path
+_LIBRARY_NAMES = re.compile(rb"\.so(\.[0-9A-Za-z_]+)*$|\.(?i:pyd|dll)$", re.MULTILINE)
 
 
 def is_library_name(member: str) -> bool:
@@ -113,9 +114,8 @@ def is_library_name(member: str) -> bool:
 
 
 def _library_entry(raw: bytes) -> bool:
-    """``is_library_name`` of an ASCII stored name, without decoding it (a wheel's central
-    directory is walked for its few libraries among thousands of files)."""
-    return _LIBRARY_BYTES.search(raw) is not None
+    """``is_library_name`` of one ASCII stored name, by the listing's pattern."""
+    return _LIBRARY_NAMES.search(raw) is not None
 
 
 @dataclass(frozen=True)
@@ -934,7 +934,7 @@ class Member:
 
 def wheel_members(path: Path) -> list[Member]:
     """The library-named members of a wheel, each with an opener that streams it."""
-    fast = _fast_index(path, _library_entry)
+    fast = _fast_index(path, _LIBRARY_NAMES)
     out: list[Member] = []
     if fast is not None:
         names, entries, _read = fast

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 import struct
 import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from email.parser import HeaderParser
 from pathlib import Path
 
@@ -142,12 +144,26 @@ def _fast_zip(path: Path) -> tuple[list[str], Callable[[str], bytes | None]] | N
     return None if fast is None else (fast[0], fast[2])
 
 
+def _matching(joined: bytes, keep: re.Pattern[bytes]) -> list[int]:
+    """The indexes of the newline-joined names in which ``keep`` finds a match, ascending:
+    one regex pass over all names (``keep`` must not match across a newline; ``$`` with
+    ``re.MULTILINE`` anchors at each name's end)."""
+    out: list[int] = []
+    line = seen = 0
+    for m in keep.finditer(joined):
+        line += joined.count(b"\n", seen, m.start())
+        seen = m.start()
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
 def _fast_index(
-    path: Path, keep: Callable[[bytes], bool] | None = None
+    path: Path, keep: re.Pattern[bytes] | None = None
 ) -> tuple[list[str], list[_Entry], Callable[[str], bytes | None]] | None:
     """The member names, their central-directory entries and a member reader, from one
-    read of the central directory. ``keep`` (of a stored name) narrows the names and
-    entries returned, and the reader, to the members it keeps; every entry is checked the
+    read of the central directory. ``keep``, a pattern searched in the stored names
+    (``_matching``), narrows the names and entries returned, and the reader, to the members it keeps; every entry is checked the
     same either way (a reader of a few members holds a few entries, not a torch wheel's
     tens of thousands).
 
@@ -183,44 +199,50 @@ def _fast_index(
             cd = f.read(cd_size)
     if len(cd) != cd_size:
         return None
-    # One unpack and one slice per member; the checks then run once over all of them.
-    raw_names: list[bytes] = []
-    entries: list[_Entry] = []
-    kept_names: list[bytes] = []
-    offsets: set[int] = {cd_off}
-    name_bytes = 0
-    plain = True  # every signature right, no zip64 marker
+    # One unpack per member in the walk; names, offsets and the checks then run over all
+    # of them at once (a torch wheel has tens of thousands of members)
+    every: list[_Entry] = []
+    name_at: list[int] = []
     pos = 0
     unpack = _CENTRAL.unpack_from
-    for _ in range(n_total):
-        if pos + _CENTRAL.size > cd_size:
-            return None
-        e = unpack(cd, pos)
-        start_name = pos + _CENTRAL.size
-        raw = cd[start_name : start_name + e[6]]
-        raw_names.append(raw)
-        name_bytes += e[6]
-        offsets.add(e[10])
-        if e[0] != b"PK\x01\x02" or 0xFFFFFFFF in (e[4], e[5], e[10]):
-            plain = False
-        if keep is None or keep(raw):
-            entries.append(e)
-            kept_names.append(raw)
-        if e[7] and not _plain_extra(cd, start_name + e[6], e[7]):
-            return None
-        pos = start_name + e[6] + e[7] + e[8]
+    head = _CENTRAL.size
+    try:
+        for _ in range(n_total):
+            e = unpack(cd, pos)
+            every.append(e)
+            pos += head
+            name_at.append(pos)
+            pos += e[6] + e[7] + e[8]
+    except struct.error:  # an entry runs past the central directory
+        return None
     if pos != cd_size:
         return None
+    raw_names = [cd[at : at + e[6]] for at, e in zip(name_at, every)]
+    if every and (
+        set(map(itemgetter(0), every)) != {b"PK\x01\x02"}
+        or 0xFFFFFFFF in (max(map(itemgetter(k), every)) for k in (4, 5, 10))  # zip64
+    ):
+        return None
+    if any(map(itemgetter(7), every)):
+        for at, e in zip(name_at, every):
+            if e[7] and not _plain_extra(cd, at + e[6], e[7]):
+                return None
     joined = b"\n".join(raw_names)
     if (
-        not plain
-        or not joined.isascii()
+        not joined.isascii()
         or b"\x00" in joined
         or b"\\" in joined
-        or len(joined) != name_bytes + max(0, n_total - 1)
         or joined.count(b"\n") != max(0, n_total - 1)  # a name with a newline in it
     ):
         return None
+    if keep is None:
+        entries, kept_names = every, raw_names
+    else:
+        chosen = _matching(joined, keep)
+        entries = [every[i] for i in chosen]
+        kept_names = [raw_names[i] for i in chosen]
+    offsets = set(map(itemgetter(10), every))
+    offsets.add(cd_off)
     names = b"\n".join(kept_names).decode("ascii").split("\n") if entries else []
     # zipfile refuses a member whose data runs into the next one ("Overlapped entries").
     starts = sorted(offsets)
