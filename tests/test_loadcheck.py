@@ -362,6 +362,60 @@ def test_the_helper_drops_what_the_lock_does_not_lock(
     assert worker._proc.poll() is not None  # stopped and waited for
 
 
+def test_the_wheels_a_lock_chooses_between_are_those_of_a_project_with_several() -> None:
+    """A project's wheels are told apart by the name in their file names, compared as
+    project names are (case, ``-``, ``_`` and ``.`` alike)."""
+    from wh.wheel.nativesread import contested
+
+    paths = [
+        Path(n)
+        for n in (
+            "h/Foo_Bar-1.0-py3-none-any.whl",
+            "h/foo.bar-2.0-py3-none-any.whl",
+            "h/baz-1.0-py3-none-any.whl",
+            "h/torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "h/torch-2.9.1-cp312-cp312-win_amd64.whl",
+        )
+    ]
+    assert contested(paths) == {paths[0], paths[1], paths[3], paths[4]}
+    assert contested(paths[2:4]) == set()
+
+
+@needs_gcc
+def test_the_helper_reads_the_wheels_the_resolution_chooses_between_last(
+    tmp_path: Path, elf: dict[str, bytes]
+) -> None:
+    """Started before the lock has resolved, the helper reads the wheels of a project with
+    several wheels in the folder (two sglang-kernel versions) after every other wheel,
+    largest members first within each part: the narrowing that follows the resolution
+    then drops the version the lock does not take before it is read."""
+    from wh.wheel import nativesread
+
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    tag = "cp310-abi3-manylinux2014_x86_64"
+    big = 256 << 10  # larger than every other member: read first were it not held back
+    old = _kernel(
+        house, "0.4.1", {"sgl_kernel/ops.abi3.so": elf["ops12.so"].ljust(big, b"\0")}, tag
+    )
+    new = _kernel(
+        house, "0.4.3", {"sgl_kernel/ops.abi3.so": elf["ops13.so"].ljust(big, b"\0")}, tag
+    )
+    paths = sorted(house.glob("*.whl"))
+    for later, last in ((nativesread.contested(paths), {old, new}), ((), None)):
+        reading = nativesread.Reading(paths, 1, later)
+        try:
+            order = reading.order()
+            got = {p: reading.natives(p) for p in paths}
+        finally:
+            reading.close()
+        assert got == {p: wheel_natives(p) for p in paths}
+        if last is not None:
+            assert set(order[-2:]) == last
+        else:  # unheld, the largest members come first
+            assert set(order[:2]) == {old, new}
+
+
 @needs_gcc
 def test_a_helper_that_fails_is_reported_and_its_wheels_are_read_here(
     tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch

@@ -18,11 +18,13 @@ import json
 import os
 import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import IO
+
+from packaging.utils import canonicalize_name
 
 from wh.model.loadkinds import BinaryFormat
 from wh.proc.cores import usable_cores
@@ -48,7 +50,11 @@ class Reading:
     instead of inflating again (``_read_like``): the lead was submitted first, so it runs
     before or beside the one that waits."""
 
-    def __init__(self, paths: Sequence[Path], threads: int = 0) -> None:
+    def __init__(
+        self, paths: Sequence[Path], threads: int = 0, later: Collection[Path] = ()
+    ) -> None:
+        """``later``: wheels whose members are read after every other wheel's (see
+        ``contested``)."""
         self._members: dict[Path, list[nat.Member]] = {}
         self._unreadable: dict[Path, nat.Natives] = {}
         for path in paths:
@@ -60,8 +66,9 @@ class Reading:
                 why = f"not a readable zip ({exc})"
                 binary = nat.Binary(path.name, BinaryFormat.UNKNOWN, problem=why)
                 self._unreadable[path] = nat.Natives((), (binary,))
+        deferred = {id(m) for p in later for m in self._members.get(p, ())}
         tasks = [m for ms in self._members.values() for m in ms]
-        tasks.sort(key=lambda m: -m.size)
+        tasks.sort(key=lambda m: (id(m) in deferred, -m.size))
         threads = threads or usable_cores()
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(len(tasks), threads)))
         self._futures: dict[int, Future[nat.Binary | None]] = {}
@@ -105,6 +112,17 @@ class Reading:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+def contested(paths: Sequence[Path]) -> set[Path]:
+    """The wheels of a project that has several wheels among ``paths`` (its versions, or
+    builds for other targets): a lock takes at most one of them, and which one is known
+    only once it has resolved, so the helper reads them last (a wheelhouse that keeps
+    three torch versions would otherwise read two torch wheels the lock then drops)."""
+    by_project: dict[str, list[Path]] = {}
+    for path in paths:
+        by_project.setdefault(canonicalize_name(path.name.split("-", 1)[0]), []).append(path)
+    return {p for group in by_project.values() if len(group) > 1 for p in group}
+
+
 # -- the child process --------------------------------------------------------------------
 
 
@@ -121,7 +139,7 @@ def serve(inp: IO[str], out: IO[str]) -> int:
             paths = sorted(folder / e.name for e in entries if is_wheel_entry(e))
     else:
         paths = [Path(p) for p in request.get("paths", ())]
-    reading = Reading(paths, 1)
+    reading = Reading(paths, 1, contested(paths))
     wanted: set[Path] | None = None
     guard = threading.Lock()
 

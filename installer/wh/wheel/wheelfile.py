@@ -10,8 +10,8 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import itemgetter
 from email.parser import HeaderParser
+from operator import itemgetter
 from pathlib import Path
 
 from packaging.utils import (
@@ -163,9 +163,9 @@ def _fast_index(
 ) -> tuple[list[str], list[_Entry], Callable[[str], bytes | None]] | None:
     """The member names, their central-directory entries and a member reader, from one
     read of the central directory. ``keep``, a pattern searched in the stored names
-    (``_matching``), narrows the names and entries returned, and the reader, to the members it keeps; every entry is checked the
-    same either way (a reader of a few members holds a few entries, not a torch wheel's
-    tens of thousands).
+    (``_matching``), narrows the names and entries returned, and the reader, to the
+    members it keeps; every entry is checked the same either way (a reader of a few
+    members holds a few entries, not a torch wheel's tens of thousands).
 
     ``zipfile`` builds a ZipInfo per member (a torch wheel has tens of thousands); this reads
     the plain case only (one disk, no zip64, no prepended data, ASCII names, stored or
@@ -217,14 +217,14 @@ def _fast_index(
         return None
     if pos != cd_size:
         return None
-    raw_names = [cd[at : at + e[6]] for at, e in zip(name_at, every)]
+    raw_names = [cd[at : at + e[6]] for at, e in zip(name_at, every, strict=True)]
     if every and (
         set(map(itemgetter(0), every)) != {b"PK\x01\x02"}
         or 0xFFFFFFFF in (max(map(itemgetter(k), every)) for k in (4, 5, 10))  # zip64
     ):
         return None
     if any(map(itemgetter(7), every)):
-        for at, e in zip(name_at, every):
+        for at, e in zip(name_at, every, strict=True):
             if e[7] and not _plain_extra(cd, at + e[6], e[7]):
                 return None
     joined = b"\n".join(raw_names)
