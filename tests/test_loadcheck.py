@@ -308,6 +308,33 @@ def test_natives_read_early_by_the_helper_are_the_ones_read_after_and_only_where
 
 
 @needs_gcc
+def test_natives_are_cached_by_digest_and_a_cache_that_cannot_be_written_costs_only_speed(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each wheel read is cached in one file named by its digest, read back without
+    inflating anything; where the cache folder cannot be made the natives are the same
+    and nothing is written."""
+    from wh.app import loadscan
+
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    paths = sorted(house.glob("*.whl"))
+    digests = [(p, hashlib.sha256(p.read_bytes()).hexdigest()) for p in paths]
+    blocked = tmp_path / "cache-is-a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("WH_CACHE_DIR", str(blocked))
+    got = loadscan.read_many(digests)
+    assert got == {p: wheel_natives(p) for p in paths}
+    assert blocked.is_file() and blocked.read_text() == ""
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+    assert loadscan.read_many(digests) == got
+    written = sorted(f.name for f in (tmp_path / "cache" / "natives").iterdir())
+    assert written == sorted(f"{d}.json" for _, d in digests)  # no temporary file left
+    reads = _spy_reads(monkeypatch)
+    assert loadscan.read_many(digests) == got and not reads
+
+
+@needs_gcc
 def test_a_helper_started_on_the_whole_wheelhouse_answers_for_the_wheels_the_scan_names(
     tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
@@ -70,8 +71,16 @@ class LoadCheckError(LockError):
         return {**super().to_json(), "problems": [p.to_json() for p in self.problems]}
 
 
+def _natives_dir() -> Path:
+    return cache_dir() / "natives"
+
+
 def _cache_path(sha256: str) -> Path:
-    return cache_dir() / "natives" / f"{sha256}.json"
+    return _natives_dir() / _cache_name(sha256)
+
+
+def _cache_name(sha256: str) -> str:
+    return f"{sha256}.json"
 
 
 def _stamp() -> dict[str, Any]:
@@ -186,10 +195,35 @@ def read_many(
                 out[path] = reading.natives(path)
         finally:
             reading.close()
-    for path, sha256 in digest.items():
-        if sha256:
-            write_json(_cache_path(sha256), {"stamp": _stamp(), "natives": out[path].to_json()})
+    _store({sha256: _entry(out[path]) for path, sha256 in digest.items() if sha256})
     return out
+
+
+def _entry(natives: nat.Natives) -> str:
+    """A wheel's natives as its cache file holds them."""
+    return json.dumps({"natives": natives.to_json(), "stamp": _stamp()}, sort_keys=True)
+
+
+def _store(entries: Mapping[str, str]) -> None:
+    """Write each digest's cache file (``_entry``): one folder made, each file replaced
+    whole. A cache that cannot be written only costs speed."""
+    if not entries:
+        return
+    folder = _natives_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
+    base = str(folder)
+    for sha256, text in entries.items():
+        path = os.path.join(base, _cache_name(sha256))
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except OSError:
+            pass
 
 
 def wheels_to_read(
