@@ -280,6 +280,8 @@ def test_natives_read_early_by_the_helper_are_the_ones_read_after_and_only_where
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
     house = tmp_path / "wh"
     _torch_stack(house, elf)
+    tag = "cp310-abi3-manylinux2014_x86_64"
+    _kernel(house, "0.4.3", {"sgl_kernel/ops.abi3.so": elf["ops13.so"]}, tag)
     listed: list[list[Path]] = []
     wheels = scan(house, hashes=False, on_unhashed=listed.append).wheels
     assert wheels and all(not w.sha256 for w in wheels)
@@ -295,16 +297,37 @@ def test_natives_read_early_by_the_helper_are_the_ones_read_after_and_only_where
     reads.clear()
     # cached by digest: read again with the digests known, nothing is inflated
     assert loadscan.read_many(list(digests.items())) == early and not reads
-    # wheels whose digest is known, or a wheelhouse with records: nothing is read early
+    # wheels whose digest is known: nothing is read early
     listed.clear()
     hashed = scan(house).wheels
     assert all(w.sha256 for w in hashed)
     assert scan(house, hashes=False, on_unhashed=listed.append).wheels == hashed
     assert listed == [[]]
+    # a records folder without a record of a wheel: the wheel is read early all the same
     (house / RECORDS).mkdir()
+    paths = [w.path for w in wheels]
     with Prefetch() as pre:
-        pre.start([w.path for w in wheels])
-        assert pre.take(wheels[0].path) is None and not reads
+        pre.start(paths)
+        assert pre.take(paths[0]) == early[paths[0]] and not reads
+    # a wheel `wh fetch` recorded with this reader is passed over (the lock takes its
+    # record by digest); one whose record another reader wrote, or that changed size since,
+    # is read
+    record_wheelhouse({p: digests[p] for p in paths})
+    records = {p: house / RECORDS / f"{digests[p]}.json" for p in paths}
+    stale = json.loads(records[paths[1]].read_text())
+    stale["stamp"]["reader"] = "0" * 64
+    records[paths[1]].write_text(json.dumps(stale))
+    moved = json.loads(records[paths[2]].read_text())
+    moved["size"] += 1
+    records[paths[2]].write_text(json.dumps(moved))
+    reads.clear()
+    with Prefetch() as pre:
+        pre.start(paths)
+        assert pre.take(paths[0]) is None
+        for p in paths[1:3]:
+            assert pre.take(p) == early[p]
+        assert pre._worker is not None and pre._worker.failure == ""  # passed over: no failure
+    assert not reads
 
 
 @needs_gcc
@@ -340,8 +363,8 @@ def test_a_helper_started_on_the_whole_wheelhouse_answers_for_the_wheels_the_sca
 ) -> None:
     """``wh lock`` starts the helper on the wheelhouse folder before its own imports; the
     scan's list of wheels not hashed before then narrows it: those are answered (as
-    reading them here would), the others are not, and a folder with fetch's records or
-    no folder at all starts no helper."""
+    reading them here would), the others are not, and no folder at all starts no
+    helper."""
     from wh.app import loadscan
     from wh.wheelhouse.scan import scan
 
@@ -360,9 +383,6 @@ def test_a_helper_started_on_the_whole_wheelhouse_answers_for_the_wheels_the_sca
     assert not reads  # every one answered by the child
     assert got == {p: wheel_natives(p) for p in unhashed}
     assert len(wheels) == len(listed[0]) >= 2
-    (house / RECORDS).mkdir()
-    with Prefetch.early(house) as pre:
-        assert pre._worker is None
     with Prefetch.early(tmp_path / "absent") as pre:
         assert pre._worker is None
 

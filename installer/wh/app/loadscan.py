@@ -154,7 +154,15 @@ def record_wheelhouse(digests: Mapping[Path, str]) -> int:
     )
     read = read_many(todo)
     for path, sha256 in todo:
-        data = {"stamp": _stamp(), "sha256": sha256, "natives": read[path].to_json()}
+        data = {
+            "stamp": _stamp(),
+            "sha256": sha256,
+            # which wheel, for the lock's helper to pass over before anything is hashed
+            # (``nativesread.recorded``); only the sha256 makes the record the wheel's
+            "wheel": path.name,
+            "size": path.stat().st_size,
+            "natives": read[path].to_json(),
+        }
         write_json(_record_path(path, sha256), data)
     return len(todo)
 

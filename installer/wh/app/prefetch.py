@@ -20,20 +20,23 @@ if TYPE_CHECKING:
     from wh.wheel.natives import Natives
 
 # the folder of a wheelhouse where ``wh fetch`` records what each wheel's compiled members
-# need (see ``loadscan``): a lock of such a wheelhouse reads records, not wheels
+# need (see ``loadscan``): a lock of such a wheelhouse reads a wheel's record, not the
+# wheel, where the record is of this reader and at the wheel's sha256
 RECORDS = ".wh-natives"
 
 
 class Prefetch:
     """Natives read in a child process (``nativeworker.Worker``) while ``wh lock`` scans,
     resolves and hashes: the digest that keys the caches is not known yet, so only where
-    no cache can answer (a wheel not hashed before, in a wheelhouse without ``wh fetch``'s
-    records). ``early`` starts it on a whole wheelhouse before the lock's own imports;
-    otherwise it starts once the scan has listed the wheelhouse. ``start`` (the scan's
-    list of wheels not hashed before) and then ``narrow`` (the wheels the resolution
-    locks) drop what is not needed; ``loadscan.read_many`` takes what was read (and reads
-    in this process what the child did not answer, saying why); closing stops the child.
-    Until the resolution is known the second core is otherwise idle."""
+    no cache can answer (a wheel not hashed before, without a record of this reader from
+    ``wh fetch``: records another wh wrote, say before an upgrade, are not taken, and
+    their wheels are read here). ``early`` starts it on a whole wheelhouse before the
+    lock's own imports; otherwise it starts once the scan has listed the wheelhouse.
+    ``start`` (the scan's list of wheels not hashed before) and then ``narrow`` (the
+    wheels the resolution locks) drop what is not needed; ``loadscan.read_many`` takes
+    what was read (and reads in this process what the child did not answer, saying why);
+    closing stops the child. Until the resolution is known the second core is otherwise
+    idle."""
 
     def __init__(self) -> None:
         self._worker: Worker | None = None
@@ -43,16 +46,16 @@ class Prefetch:
 
     @classmethod
     def early(cls, folder: Path) -> Prefetch:
-        """A prefetch already reading every wheel of ``folder`` (none where the folder
-        has records or is not a folder): ``start`` then narrows it."""
+        """A prefetch already reading every wheel of ``folder`` not recorded there (none
+        where it is not a folder): ``start`` then narrows it."""
         pre = cls()
-        if folder.is_dir() and not (folder / RECORDS).is_dir():
+        if folder.is_dir():
             pre._spawn([], folder)
         return pre
 
     def _spawn(self, paths: Sequence[Path], folder: Path | None = None) -> None:
         try:
-            self._worker = Worker(paths, folder=folder)
+            self._worker = Worker(paths, folder=folder, records=RECORDS)
         except OSError as exc:
             self._failed = True
             progress.status(f"reading compiled members in this process: no helper ({exc})")
@@ -62,12 +65,10 @@ class Prefetch:
         if self._started:
             raise RuntimeError("a prefetch is started once")
         self._started = True
-        recorded = {f for f in {p.parent for p in paths} if (f / RECORDS).is_dir()}
-        todo = [p for p in paths if p.parent not in recorded]
         if self._worker is not None:  # started early, on the whole folder
-            self._worker.narrow(set(todo))
-        elif todo and not self._failed:
-            self._spawn(todo)
+            self._worker.narrow(set(paths))
+        elif paths and not self._failed:
+            self._spawn(paths)
 
     def narrow(self, wheels: Iterable[Wheel]) -> None:
         """Only ``wheels`` are wanted (each without a digest yet)."""

@@ -126,12 +126,48 @@ def contested(paths: Sequence[Path]) -> set[Path]:
 # -- the child process --------------------------------------------------------------------
 
 
+def recorded(paths: Sequence[Path], records: str) -> set[Path]:
+    """The wheels among ``paths`` that ``wh fetch`` recorded with this reader: a record in
+    the ``records`` folder beside the wheel, naming its file name and size and stamped
+    with this reader's code and limits. Only a hint of what the lock will not need: the
+    lock takes a record only at the sha256 it computes for the wheel, and reads the wheel
+    where it does not match. A record without that name and size (one written before
+    records named their wheel) or by another reader hints nothing."""
+    reader = {"limits": nat.LIMITS, "reader": nat.reader_digest()}
+    known: set[tuple[Path, str, int]] = set()
+    for folder in {p.parent for p in paths}:
+        try:
+            with os.scandir(folder / records) as entries:
+                files = [e.path for e in entries if e.name.endswith(".json")]
+        except OSError:
+            continue
+        for name in files:
+            try:
+                with open(name, encoding="utf-8") as f:
+                    data = json.load(f)
+                stamp = data["stamp"]
+                if {k: stamp.get(k) for k in reader} == reader:
+                    known.add((folder, str(data["wheel"]), int(data["size"])))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue
+    out = set()
+    for p in paths:
+        try:
+            if (p.parent, p.name, p.stat().st_size) in known:
+                out.add(p)
+        except OSError:
+            continue
+    return out
+
+
 def serve(inp: IO[str], out: IO[str]) -> int:
     """The child's side: read the wheels of the first line's ``{"paths": [...]}`` (or
     every ``*.whl`` file directly in ``{"folder": ...}``, as the wheelhouse scan lists
     them) on one thread, and write ``{"path": ..., "natives": ...}`` for each as its
-    reading ends. A later ``{"narrow": [...]}`` drops the others; the end of ``inp`` drops
-    all."""
+    reading ends. ``"records"`` names the folder of ``wh fetch``'s records beside the
+    wheels: a wheel ``recorded`` there is not read, and ``{"path": ..., "skipped":
+    "recorded"}`` is written for it first. A later ``{"narrow": [...]}`` drops the others;
+    the end of ``inp`` drops all."""
     request = json.loads(inp.readline() or "{}")
     if "folder" in request:
         folder = Path(request["folder"])
@@ -139,6 +175,11 @@ def serve(inp: IO[str], out: IO[str]) -> int:
             paths = sorted(folder / e.name for e in entries if is_wheel_entry(e))
     else:
         paths = [Path(p) for p in request.get("paths", ())]
+    skip = recorded(paths, request["records"]) if request.get("records") else set()
+    for path in sorted(skip):
+        out.write(json.dumps({"path": str(path), "skipped": "recorded"}) + "\n")
+    out.flush()
+    paths = [p for p in paths if p not in skip]
     reading = Reading(paths, 1, contested(paths))
     wanted: set[Path] | None = None
     guard = threading.Lock()

@@ -37,10 +37,16 @@ class Worker:
     is None where the child ended without it, and ``failure`` then says why (its exit
     status and the end of its stderr). ``OSError`` where the child cannot be started."""
 
-    def __init__(self, paths: Sequence[Path] = (), *, folder: Path | None = None) -> None:
+    def __init__(
+        self, paths: Sequence[Path] = (), *, folder: Path | None = None, records: str = ""
+    ) -> None:
+        """``records``: the folder beside the wheels where ``wh fetch`` records their
+        natives; the child does not read a wheel recorded there (``nativesread.recorded``),
+        and ``take`` of it is None at once."""
         # the wanted wheels (by ``str(path)``); None: every wheel of ``folder``
         self._paths: set[str] | None = None if folder is not None else {str(p) for p in paths}
         self._got: dict[str, Natives] = {}
+        self._skipped: set[str] = set()
         self._ended = False
         self._stderr = ""
         self._cond = threading.Condition()
@@ -49,9 +55,9 @@ class Worker:
             [sys.executable, "-c", _CHILD, str(root)], what="reading compiled members"
         )
         if folder is not None:
-            self._send({"folder": str(folder)})
+            self._send({"folder": str(folder), "records": records})
         else:
-            self._send({"paths": sorted(self._paths or ())})
+            self._send({"paths": sorted(self._paths or ()), "records": records})
         self._out = threading.Thread(target=self._collect, daemon=True)
         self._err = threading.Thread(target=self._keep_stderr, daemon=True)
         self._out.start()
@@ -74,6 +80,11 @@ class Worker:
         try:
             for line in self._proc.stdout:
                 msg = json.loads(line)
+                if "skipped" in msg:  # recorded: the lock takes the record
+                    with self._cond:
+                        self._skipped.add(str(msg["path"]))
+                        self._cond.notify_all()
+                    continue
                 got = Natives.from_json(msg["natives"])
                 with self._cond:
                     self._got[str(msg["path"])] = got
@@ -104,14 +115,15 @@ class Worker:
         if self._paths is not None and key not in self._paths:
             return None
         with self._cond:
-            self._cond.wait_for(lambda: key in self._got or self._ended)
+            self._cond.wait_for(lambda: key in self._got or key in self._skipped or self._ended)
             return self._got.get(key)
 
     @property
     def failure(self) -> str:
         """Why the child ended without answering for every wanted wheel ("" if it did not)."""
         with self._cond:
-            if not self._ended or (self._paths is not None and self._paths <= set(self._got)):
+            answered = set(self._got) | self._skipped
+            if not self._ended or (self._paths is not None and self._paths <= answered):
                 return ""
         self._err.join(timeout=5)
         code = self._proc.wait()
