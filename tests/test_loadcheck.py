@@ -3,6 +3,7 @@ compiler, packed into wheels and locked by the real `wh`."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -721,9 +722,11 @@ def test_a_bundle_records_what_its_wheels_need_where_the_wheelhouse_has_no_recor
 def test_the_cached_result_gives_back_an_equal_report_and_a_damaged_one_is_checked_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The result cache stores each met need as indexes into one table of strings: read
-    back, the report is equal, field for field; a cache whose indexes point nowhere, or
-    that names an unknown provider, is not an answer (the lock checks again)."""
+    """The result cache stores each met need as indexes into one table of strings, packed
+    in one array: read back, the report is equal, field for field; a cache whose indexes
+    point nowhere, that names an unknown provider, or whose array is cut short, of
+    another width, not base64 or has a flag other than 0 or 1, is not an answer (the lock
+    checks again)."""
     from wh.app import loadscan
     from wh.app.loadcheck import LoadProblem, Met
 
@@ -748,9 +751,20 @@ def test_the_cached_result_gives_back_an_equal_report_and_a_damaged_one_is_check
     key = "0" * 64
     path = loadscan._report_path(key)
     path.parent.mkdir(parents=True)
-    for damage in ({"strings": []}, {"met": [[0, 0, 0, 0, "elsewhere", False]]}):
+    data = base64.b64decode(cached["met"]["data"])
+    flags = bytearray(data)
+    flags[-2:] = (2).to_bytes(2, "little")  # the last need's delay-load flag: 2
+    for damage in (
+        {"strings": []},  # indexes that point nowhere
+        {"providers": ["elsewhere"]},  # a provider wh does not know
+        {"met": {"width": "H", "data": base64.b64encode(data[:-2]).decode()}},  # cut short
+        {"met": {"width": "Q", "data": cached["met"]["data"]}},
+        {"met": {"width": "H", "data": base64.b64encode(bytes(flags)).decode()}},
+        {"met": {"width": "H", "data": "not base64!"}},
+        {"met": [[0, 0, 0, 0, "same-wheel", False]]},  # the layout of an older cache
+    ):
         path.write_text(json.dumps({"key": key, "report": {**cached, **damage}}))
-        assert loadscan._cached_report(key) is None
+        assert loadscan._cached_report(key) is None, damage
     path.write_text(json.dumps({"key": key, "report": cached}))
     assert loadscan._cached_report(key) == report
 
