@@ -351,9 +351,15 @@ def test_natives_are_cached_by_digest_and_a_cache_that_cannot_be_written_costs_o
     assert got == {p: wheel_natives(p) for p in paths}
     assert blocked.is_file() and blocked.read_text() == ""
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "natives"
+    (folder / f"{digests[0][1]}.json").mkdir(parents=True)  # a file that cannot be replaced
     assert loadscan.read_many(digests) == got
-    written = sorted(f.name for f in (tmp_path / "cache" / "natives").iterdir())
+    written = sorted(f.name for f in folder.iterdir())
     assert written == sorted(f"{d}.json" for _, d in digests)  # no temporary file left
+    assert (folder / f"{digests[0][1]}.json").is_dir()
+    (folder / f"{digests[0][1]}.json").rmdir()
+    assert loadscan.read_many(digests) == got
+    assert sorted(f.name for f in folder.iterdir()) == written
     reads = _spy_reads(monkeypatch)
     assert loadscan.read_many(digests) == got and not reads
 

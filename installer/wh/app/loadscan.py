@@ -5,6 +5,7 @@ over the installed files."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -230,8 +231,9 @@ def _store(entries: Mapping[str, str]) -> None:
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, path)
-        except OSError:
-            pass
+        except OSError:  # a full disk, or a file held open (Windows): no stray temp file
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def wheels_to_read(
