@@ -219,3 +219,25 @@ def test_two_new_wheels_writing_one_file_clash(venv: Path, tmp_path: Path) -> No
     assert [c.describe().split(" (")[0] for c in found] == [
         f"bb would overwrite {found[0].path}, owned by aa"
     ]
+
+
+def test_a_signal_while_the_journal_is_made_leaves_no_journal_and_nothing_moved(
+    venv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM becomes a KeyboardInterrupt; one that lands while ``begin`` makes the journal
+    folder (its fsync takes milliseconds) or writes the record removes the journal again
+    and leaves the environment as it was: a killed install must not leave a journal for an
+    install that never began."""
+    before = snapshot(venv)
+    for hook in ("_fsync_dir", "_write"):
+        real = getattr(journal, hook)
+
+        def interrupted(*a: object, _real: object = real) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(journal, hook, interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            _begin(venv, tmp_path)
+        monkeypatch.setattr(journal, hook, real)
+        assert not (venv / journal.JOURNAL_DIR).exists(), hook
+        assert not diff(before, snapshot(venv)), hook

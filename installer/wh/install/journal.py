@@ -277,11 +277,13 @@ class Transaction:
         jdir = journal_dir(prefix)
         if jdir.exists():
             raise JournalError(jdir, "unfinished")
-        jdir.mkdir()
-        (jdir / "backup").mkdir()
-        _fsync_dir(jdir.parent)
         txn = cls(prefix, record)
+        jdir.mkdir()
+        # from here on, anything (a SIGTERM during the folder's fsync too) removes the
+        # journal again: a kill must not leave one for an install that never began
         try:
+            (jdir / "backup").mkdir()
+            _fsync_dir(jdir.parent)
             _write(jdir, record)
             parents: set[Path] = set()
             for i, orig in enumerate(record.moves):
@@ -484,15 +486,19 @@ def transaction(
     """All-or-nothing: any exception (or KeyboardInterrupt) in the block rolls back."""
     record = plan_record(schemes, prefix, layouts, replaced, description, extra_roots)
     keep = [*schemes.site_dirs(), schemes.scripts, schemes.data]
+    txn: Transaction | None = None
     try:
+        # begun inside the block that rolls back: a signal between begin's return and the
+        # block would otherwise leave the files it moved aside
         txn = Transaction.begin(prefix, record, keep)
-    except OSError as exc:  # e.g. a file in use on Windows; begin() already rolled back
-        raise InstallFailedError("move-aside", str(exc)) from exc
-    try:
         with writers(txn.add_writer):
             yield txn
         txn.mark_committed()  # a full disk here still rolls back: all or nothing
     except BaseException as exc:
+        if txn is None:  # begin() failed and already rolled back
+            if isinstance(exc, OSError):  # e.g. a file in use on Windows
+                raise InstallFailedError("move-aside", str(exc)) from exc
+            raise
         try:
             stop_all()  # no child of this install writes while it is rolled back
             txn.rollback()
