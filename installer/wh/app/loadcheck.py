@@ -252,8 +252,10 @@ class LoadReport:
             flat.byteswap()
         if len(flat) % 6:
             raise ValueError("met needs cut short")
+        delays = flat[5::6]
+        if not set(delays) <= {0, 1}:
+            raise ValueError("a delay-load flag other than 0 or 1")
         get = text.__getitem__
-        delays = [d == 1 if d in (0, 1) else _bad_delay(d) for d in flat[5::6]]
         met = map(
             _MAKE_MET,
             zip(
@@ -262,7 +264,7 @@ class LoadReport:
                 map(get, flat[2::6]),
                 map(get, flat[3::6]),
                 map(provider.__getitem__, flat[4::6]),
-                delays,
+                map(bool, delays),
                 strict=True,
             ),
         )
@@ -280,10 +282,6 @@ class LoadReport:
 # a met need from its six fields, in one C call (the named tuple's own ``_make`` and
 # ``__new__`` are Python functions: a warm re-lock builds a few thousand)
 _MAKE_MET = functools.partial(tuple.__new__, Met)
-
-
-def _bad_delay(value: int) -> bool:
-    raise ValueError(f"a delay-load flag of {value}")
 
 
 @dataclass

@@ -5,11 +5,9 @@ over the installed files."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
 import json
-import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
@@ -23,7 +21,7 @@ from wh import progress
 from wh.app.loadcheck import BuiltAgainst, LibraryNeed, LoadProblem, LoadReport, Unit, check
 from wh.app.prefetch import RECORDS, Prefetch
 from wh.app.verify import Finding, FindingKind
-from wh.cache.stamps import write_json
+from wh.cache.stamps import write_json, write_texts
 from wh.env.platformlibs import Platform, for_target, live
 from wh.errors import LockError
 from wh.model.loadkinds import Origin
@@ -214,26 +212,9 @@ def _entry(natives: nat.Natives) -> str:
 
 
 def _store(entries: Mapping[str, str]) -> None:
-    """Write each digest's cache file (``_entry``): one folder made, each file replaced
-    whole. A cache that cannot be written only costs speed."""
-    if not entries:
-        return
-    folder = _natives_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return
-    base = str(folder)
-    for sha256, text in entries.items():
-        path = os.path.join(base, _cache_name(sha256))
-        tmp = f"{path}.{os.getpid()}.tmp"
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except OSError:  # a full disk, or a file held open (Windows): no stray temp file
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    """Write each digest's cache file (``_entry``); a cache that cannot be written only
+    costs speed."""
+    write_texts(_natives_dir(), {_cache_name(sha256): text for sha256, text in entries.items()})
 
 
 def wheels_to_read(

@@ -61,7 +61,8 @@ class Prefetch:
             progress.status(f"reading compiled members in this process: no helper ({exc})")
 
     def start(self, paths: Sequence[Path]) -> None:
-        """Read the natives of ``paths`` (those of a folder with records are not read)."""
+        """Read the natives of ``paths`` (the helper passes over those recorded by this
+        reader, see ``nativesread.recorded``)."""
         if self._started:
             raise RuntimeError("a prefetch is started once")
         self._started = True
