@@ -1203,6 +1203,54 @@ def test_members_stream_whole_to_their_last_byte(tmp_path: Path) -> None:
         assert got == data, m.path
 
 
+def test_a_small_member_is_inflated_whole_by_libdeflate_with_the_streamed_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, elf: dict[str, bytes]
+) -> None:
+    """A member up to ``WHOLE`` bytes is inflated in one call (libdeflate); its needs are
+    those the streaming inflater reads. Where the central directory's size is wrong, or
+    libdeflate is missing, the member is streamed as before (same needs, same refusal)."""
+    import zipfile
+
+    from wh.wheel.natives import wheel_members
+
+    pytest.importorskip("deflate")
+    w = make_wheel(tmp_path, "x", "1", files={"x/ops12.so": elf["ops12.so"]})
+    whole_calls: list[int | None] = []
+    real_whole = nat._Inflater.whole
+
+    def spy(self: Any, size: int) -> bytes | None:
+        got = real_whole(self, size)
+        whole_calls.append(None if got is None else len(got))
+        return got
+
+    monkeypatch.setattr(nat._Inflater, "whole", spy)
+    (m,) = wheel_members(w)
+    whole = read_member(m.path, m.size, m.open)
+    assert whole_calls == [len(elf["ops12.so"])]  # inflated whole, once
+    monkeypatch.setattr(nat, "_inflate_whole", None)
+    streamed = read_member(m.path, m.size, m.open)
+    assert whole_calls[-1] is None  # no libdeflate: streamed
+    assert whole == streamed and whole is not None and "libcudart.so.12" in whole.needed
+    monkeypatch.undo()
+
+    # a central directory that declares one byte less than the member inflates to:
+    # libdeflate refuses it, the stream is read from its start and yields the first bytes
+    with zipfile.ZipFile(w) as zf:
+        info = zf.getinfo("x/ops12.so")
+    with m.open() as f:
+        assert f.whole(info.file_size - 1) is None  # type: ignore[attr-defined]
+        assert f.read(info.file_size - 1) == elf["ops12.so"][:-1]
+    # and a stored member has nothing to inflate
+    with zipfile.ZipFile(w, "a", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr("x/stored.so", elf["ops12.so"])
+    stored = next(x for x in wheel_members(w) if x.path.endswith("stored.so"))
+    with stored.open() as f:
+        assert f.whole(stored.size) is None  # type: ignore[attr-defined]
+    assert read_member(stored.path, stored.size, stored.open) == replace(
+        streamed, member=stored.path
+    )
+
+
 def test_wh_build_records_the_torch_it_built_against(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
