@@ -436,6 +436,31 @@ def test_the_wheels_a_lock_chooses_between_are_those_of_a_project_with_several()
 
 
 @needs_gcc
+def test_the_helper_loads_neither_packaging_nor_email_nor_pefile() -> None:
+    """The helper's imports are part of the lock's peak memory (the two processes run side
+    by side): what it runs (``nativeworker``'s child code), then its check of fetch's
+    records, which needs the reader's digest, leave packaging, email, importlib.metadata
+    and pefile unloaded (about 4 MB less resident than when they were loaded)."""
+    import sys
+
+    from wh.wheel.nativeworker import _CHILD
+
+    probe = _CHILD.replace(
+        "sys.exit(serve(sys.stdin, sys.stdout))",
+        "from wh.wheel.nativesread import recorded; recorded([], '.wh-natives'); "
+        "print(' '.join(sorted(sys.modules)))",
+    )
+    assert probe != _CHILD
+    root = Path(nat.__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(root)], capture_output=True, text=True, check=True
+    )
+    loaded = set(out.stdout.split())
+    assert "wh.wheel.nativesread" in loaded and "wh.wheel.natives" in loaded
+    heavy = {m for m in loaded if m.split(".")[0] in ("packaging", "email", "pefile")}
+    assert not heavy and "importlib.metadata" not in loaded, sorted(heavy)
+
+
 def test_the_helper_reads_the_wheels_the_resolution_chooses_between_last(
     tmp_path: Path, elf: dict[str, bytes]
 ) -> None:
@@ -628,7 +653,7 @@ def test_the_reader_digest_changes_with_the_readers_code_and_not_with_line_endin
     tmp_path: Path,
 ) -> None:
     """A cached or recorded wheel's natives are used only where the same reader read them:
-    its modules' code (CRLF read as LF, as a Windows checkout has it) and pefile's version
+    its modules' code (CRLF read as LF, as a Windows checkout has it) and pefile's code
     make the digest; every module named is one of the package's (a renamed module would
     otherwise drop out of it unnoticed)."""
     names = ("a.py", "b.py")
@@ -644,7 +669,20 @@ def test_the_reader_digest_changes_with_the_readers_code_and_not_with_line_endin
     assert nat.code_digest(tmp_path, names, ("pefile 1",)) != first
     package = Path(nat.__file__).parent
     assert all((package / name).is_file() for name in nat.READER_MODULES)
-    assert re.fullmatch("[0-9a-f]{64}", nat.reader_digest())
+    real = nat.reader_digest()
+    assert re.fullmatch("[0-9a-f]{64}", real)
+    # pefile's own code is in it, found without importing pefile: another pefile, or none
+    import importlib.machinery
+
+    other = tmp_path / "pefile.py"
+    other.write_text("# another pefile\n")
+    for spec in (importlib.machinery.ModuleSpec("pefile", None, origin=str(other)), None):
+        nat.reader_digest.cache_clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(nat.importlib.util, "find_spec", lambda name, s=spec: s)
+            assert nat.reader_digest() != real
+    nat.reader_digest.cache_clear()
+    assert nat.reader_digest() == real
 
 
 @needs_gcc

@@ -295,14 +295,14 @@ def test_a_narrowed_index_keeps_only_its_members_and_checks_every_entry(tmp_path
 
 def _agree_on(names: list[str]) -> None:
     from wh.wheel.natives import _LIBRARY_NAMES, _library_entry, is_library_name
-    from wh.wheel.wheelfile import _matching
+    from wh.wheel.zipdir import matching
 
     for n in names:
         assert _library_entry(n.encode()) == is_library_name(n), n
     # the listing's one pass over the joined names picks the same ones
     joined = "\n".join(names).encode()
     picked = [i for i, n in enumerate(names) if is_library_name(n)]
-    assert _matching(joined, _LIBRARY_NAMES) == picked
+    assert matching(joined, _LIBRARY_NAMES) == picked
 
 
 def test_the_library_test_on_stored_names_agrees_with_the_one_on_paths() -> None:

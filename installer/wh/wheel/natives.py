@@ -23,7 +23,7 @@ import bisect
 import contextlib
 import functools
 import hashlib
-import importlib.metadata
+import importlib.util
 import io
 import re
 import struct
@@ -36,7 +36,7 @@ from typing import IO, Any, cast
 from wh.model.loadkinds import BinaryFormat
 from wh.wheel import deflatetail, peimage
 from wh.wheel.dynlandmark import DT_NULL, DT_STRTAB, DynamicLandmark, file_offset
-from wh.wheel.wheelfile import _fast_index  # one read of the central directory
+from wh.wheel.zipdir import read_central  # one read of the central directory
 
 PREFIX = 8 << 20  # bytes kept from the start of every member
 MAX_DYNAMIC = 1 << 20  # a dynamic segment larger than this is refused
@@ -67,7 +67,7 @@ LIMITS = {
 
 # the modules whose code decides what a member is read as: a result cached or recorded by
 # another version of them is not used (``reader_digest``)
-READER_MODULES = ("natives.py", "peimage.py", "deflatetail.py", "dynlandmark.py", "wheelfile.py")
+READER_MODULES = ("natives.py", "peimage.py", "deflatetail.py", "dynlandmark.py", "zipdir.py")
 
 
 def code_digest(folder: Path, names: Iterable[str], versions: Iterable[str] = ()) -> str:
@@ -89,18 +89,18 @@ def code_digest(folder: Path, names: Iterable[str], versions: Iterable[str] = ()
 
 @functools.cache
 def reader_digest() -> str:
-    """What read the natives: these modules' code and pefile's version (it parses PE
-    members). A fix to the reader must not be hidden by what an older one cached or
+    """What read the natives: these modules' code and pefile's (it parses PE members),
+    found without importing it or its distribution's metadata (the natives helper loads
+    neither). A fix to the reader must not be hidden by what an older one cached or
     recorded, nor a reader's own bug be carried forward by its records."""
-    try:
-        pefile_version = importlib.metadata.version("pefile")
-    except importlib.metadata.PackageNotFoundError:
-        pefile_version = "absent"
-    return code_digest(Path(__file__).parent, READER_MODULES, (f"pefile {pefile_version}",))
+    spec = importlib.util.find_spec("pefile")
+    origin = Path(spec.origin) if spec is not None and spec.origin else None
+    pefile_code = "absent" if origin is None else code_digest(origin.parent, (origin.name,))
+    return code_digest(Path(__file__).parent, READER_MODULES, (f"pefile {pefile_code}",))
 
 
 _SO = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
-# the same test on a zip's stored names (ASCII, the only names ``_fast_index`` vouches for),
+# the same test on a zip's stored names (ASCII, the only names ``read_central`` vouches for),
 # searched once over all of a central directory's names joined by newlines, "$" being each
 # name's end: a ".so" suffix cannot take in a "/", so it lies in the last part of the path
 _LIBRARY_NAMES = re.compile(rb"\.so(\.[0-9A-Za-z_]+)*$|\.(?i:pyd|dll)$", re.MULTILINE)
@@ -967,11 +967,10 @@ class Member:
 
 def wheel_members(path: Path) -> list[Member]:
     """The library-named members of a wheel, each with an opener that streams it."""
-    fast = _fast_index(path, _LIBRARY_NAMES)
+    central = read_central(path, _LIBRARY_NAMES)
     out: list[Member] = []
-    if fast is not None:
-        names, entries, _read = fast
-        for name, e in zip(names, entries, strict=True):
+    if central is not None:
+        for name, e in zip(central.names, central.entries, strict=True):
             flags, method, packed, size, offset = e[1], e[2], e[4], e[5], e[10]
             if name.endswith("/") or not is_library_name(name):
                 continue

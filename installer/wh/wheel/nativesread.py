@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import zipfile
 from collections.abc import Collection, Sequence
@@ -24,12 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
-from packaging.utils import canonicalize_name
-
 from wh.model.loadkinds import BinaryFormat
 from wh.proc.cores import usable_cores
 from wh.wheel import natives as nat
-from wh.wheel.wheelfile import is_wheel_entry
+from wh.wheel.folder import is_wheel_entry
 
 
 def _read_like(
@@ -112,6 +111,16 @@ class Reading:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+_SEPARATORS = re.compile(r"[-_.]+")
+
+
+def _project(wheel_filename: str) -> str:
+    """The normalized project name of a wheel's file name (PEP 503, as packaging's
+    ``canonicalize_name``, which would load packaging's tag and version modules into the
+    helper: a few MB of its memory, which the lock's peak counts)."""
+    return _SEPARATORS.sub("-", wheel_filename.split("-", 1)[0]).lower()
+
+
 def contested(paths: Sequence[Path]) -> set[Path]:
     """The wheels of a project that has several wheels among ``paths`` (its versions, or
     builds for other targets): a lock takes at most one of them, and which one is known
@@ -119,7 +128,7 @@ def contested(paths: Sequence[Path]) -> set[Path]:
     three torch versions would otherwise read two torch wheels the lock then drops)."""
     by_project: dict[str, list[Path]] = {}
     for path in paths:
-        by_project.setdefault(canonicalize_name(path.name.split("-", 1)[0]), []).append(path)
+        by_project.setdefault(_project(path.name), []).append(path)
     return {p for group in by_project.values() if len(group) > 1 for p in group}
 
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 import bisect
 import os
 import re
-import struct
 import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
-from operator import itemgetter
 from pathlib import Path
 
 from packaging.utils import (
@@ -23,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from wh.model.wheel import WheelMeta, WheelProblem
 from wh.wheel import record
+from wh.wheel.zipdir import LOCAL, Entry, read_central
 
 
 @dataclass(frozen=True)
@@ -115,28 +114,6 @@ def _metadata_bytes(names: list[str], read: Callable[[str], bytes | None]) -> by
     return read(f"{di}/METADATA")
 
 
-_EOCD = struct.Struct("<4s4H2LH")  # end of central directory, 22 bytes
-# flags, method, crc, sizes, lengths, external attributes, offset
-_CENTRAL = struct.Struct("<4s4xHH4xLLLHHH4xLL")
-_LOCAL = struct.Struct("<4s2xH18xHH")  # signature, flags, name and extra lengths (30 bytes)
-
-
-def _plain_extra(buf: bytes, at: int, length: int) -> bool:
-    """An extra field zipfile would accept without using it: well formed, no zip64 record."""
-    end = at + length
-    if end > len(buf):
-        return False
-    while at + 4 <= end:
-        kind, size = struct.unpack_from("<HH", buf, at)
-        if kind == 1 or at + 4 + size > end:
-            return False
-        at += 4 + size
-    return True
-
-
-_Entry = tuple[bytes, int, int, int, int, int, int, int, int, int, int]
-
-
 def _fast_zip(path: Path) -> tuple[list[str], Callable[[str], bytes | None]] | None:
     """The member names and a member reader from one read of the central directory (see
     ``_fast_index``)."""
@@ -144,108 +121,22 @@ def _fast_zip(path: Path) -> tuple[list[str], Callable[[str], bytes | None]] | N
     return None if fast is None else (fast[0], fast[2])
 
 
-def _matching(joined: bytes, keep: re.Pattern[bytes]) -> list[int]:
-    """The indexes of the newline-joined names in which ``keep`` finds a match, ascending:
-    one regex pass over all names (``keep`` must not match across a newline; ``$`` with
-    ``re.MULTILINE`` anchors at each name's end)."""
-    out: list[int] = []
-    line = seen = 0
-    for m in keep.finditer(joined):
-        line += joined.count(b"\n", seen, m.start())
-        seen = m.start()
-        if not out or out[-1] != line:
-            out.append(line)
-    return out
-
-
 def _fast_index(
     path: Path, keep: re.Pattern[bytes] | None = None
-) -> tuple[list[str], list[_Entry], Callable[[str], bytes | None]] | None:
-    """The member names, their central-directory entries and a member reader, from one
-    read of the central directory. ``keep``, a pattern searched in the stored names
-    (``_matching``), narrows the names and entries returned, and the reader, to the
-    members it keeps; every entry is checked the same either way (a reader of a few
-    members holds a few entries, not a torch wheel's tens of thousands).
+) -> tuple[list[str], list[Entry], Callable[[str], bytes | None]] | None:
+    """The member names, their central-directory entries (``zipdir.read_central``, narrowed
+    by ``keep``) and a reader of those members, from one read of the central directory.
 
     ``zipfile`` builds a ZipInfo per member (a torch wheel has tens of thousands); this reads
-    the plain case only (one disk, no zip64, no prepended data, ASCII names, stored or
-    deflated members) and returns None for anything else, or the reader returns None for a
-    member it does not vouch for (CRC, size, header mismatch), so ``zipfile`` then decides
-    and reports exactly as before.
+    the plain case only (stored or deflated members besides ``read_central``'s rules) and
+    returns None for anything else, or the reader returns None for a member it does not
+    vouch for (CRC, size, header mismatch), so ``zipfile`` then decides and reports exactly
+    as before.
     """
-    with path.open("rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        start = max(0, size - (_EOCD.size + 0xFFFF))
-        f.seek(start)
-        tail = f.read()
-        i = tail.rfind(b"PK\x05\x06")
-        if i < 0 or len(tail) - i < _EOCD.size:
-            return None
-        _sig, disk, cd_disk, n_here, n_total, cd_size, cd_off, comment = _EOCD.unpack_from(tail, i)
-        if (
-            disk
-            or cd_disk
-            or n_here != n_total
-            or 0xFFFF in (n_total, disk)
-            or 0xFFFFFFFF in (cd_size, cd_off)
-            or i + _EOCD.size + comment != len(tail)
-            or cd_off + cd_size != start + i
-        ):
-            return None
-        if cd_off >= start:
-            cd = tail[cd_off - start : i]
-        else:
-            f.seek(cd_off)
-            cd = f.read(cd_size)
-    if len(cd) != cd_size:
+    central = read_central(path, keep)
+    if central is None:
         return None
-    # One unpack per member in the walk; names, offsets and the checks then run over all
-    # of them at once (a torch wheel has tens of thousands of members)
-    every: list[_Entry] = []
-    name_at: list[int] = []
-    pos = 0
-    unpack = _CENTRAL.unpack_from
-    head = _CENTRAL.size
-    try:
-        for _ in range(n_total):
-            e = unpack(cd, pos)
-            every.append(e)
-            pos += head
-            name_at.append(pos)
-            pos += e[6] + e[7] + e[8]
-    except struct.error:  # an entry runs past the central directory
-        return None
-    if pos != cd_size:
-        return None
-    raw_names = [cd[at : at + e[6]] for at, e in zip(name_at, every, strict=True)]
-    if every and (
-        set(map(itemgetter(0), every)) != {b"PK\x01\x02"}
-        or 0xFFFFFFFF in (max(map(itemgetter(k), every)) for k in (4, 5, 10))  # zip64
-    ):
-        return None
-    if any(map(itemgetter(7), every)):
-        for at, e in zip(name_at, every, strict=True):
-            if e[7] and not _plain_extra(cd, at + e[6], e[7]):
-                return None
-    joined = b"\n".join(raw_names)
-    if (
-        not joined.isascii()
-        or b"\x00" in joined
-        or b"\\" in joined
-        or joined.count(b"\n") != max(0, n_total - 1)  # a name with a newline in it
-    ):
-        return None
-    if keep is None:
-        entries, kept_names = every, raw_names
-    else:
-        chosen = _matching(joined, keep)
-        entries = [every[i] for i in chosen]
-        kept_names = [raw_names[i] for i in chosen]
-    offsets = set(map(itemgetter(10), every))
-    offsets.add(cd_off)
-    names = b"\n".join(kept_names).decode("ascii").split("\n") if entries else []
-    # zipfile refuses a member whose data runs into the next one ("Overlapped entries").
-    starts = sorted(offsets)
+    names, entries, starts, cd_off = central.names, central.entries, central.starts, central.cd_off
 
     def read(name: str) -> bytes | None:
         # the last member of that name, as zipfile's name table keeps it
@@ -260,13 +151,13 @@ def _fast_index(
         end = starts[bisect.bisect_right(starts, offset)] if offset < cd_off else offset
         with path.open("rb") as f:
             f.seek(offset)
-            head = f.read(_LOCAL.size)
-            if len(head) != _LOCAL.size:
+            head = f.read(LOCAL.size)
+            if len(head) != LOCAL.size:
                 return None
-            sig, _lflags, nlen, xlen = _LOCAL.unpack(head)
+            sig, _lflags, nlen, xlen = LOCAL.unpack(head)
             if sig != b"PK\x03\x04" or f.read(nlen) != name.encode("ascii"):
                 return None
-            if offset + _LOCAL.size + nlen + xlen + csize > end:
+            if offset + LOCAL.size + nlen + xlen + csize > end:
                 return None
             f.seek(xlen, os.SEEK_CUR)
             data = f.read(csize)
@@ -345,12 +236,6 @@ def zip_index(path: Path) -> ZipIndex:
     sizes = [e[5] for e in entries]
     packed = [e[4] for e in entries]
     return ZipIndex(names, names, sizes, packed, [e[9] >> 16 for e in entries], read)
-
-
-def is_wheel_entry(entry: os.DirEntry[str]) -> bool:
-    """Whether a folder entry is a wheel of a wheelhouse: a ``*.whl`` file (a link to one
-    counts; the name is compared as written, on every OS)."""
-    return entry.name.endswith(".whl") and entry.is_file()
 
 
 def read_meta(path: Path) -> WheelMeta:

@@ -19,7 +19,8 @@ from wh.hashing import parallel_map, sha256_file
 from wh.model.wheel import Wheel, WheelMeta, WheelProblem, to_wheel
 from wh.proc.cores import usable_cores
 from wh.wheel import buildrecord
-from wh.wheel.wheelfile import is_wheel_entry, read_meta
+from wh.wheel.folder import is_wheel_entry
+from wh.wheel.wheelfile import read_meta
 
 _CACHE_VERSION = 3  # 2: entries carry the verdict of to_wheel's checks; 3: ctime in key
 
