@@ -1263,8 +1263,15 @@ def test_a_small_member_is_inflated_whole_by_libdeflate_with_the_streamed_result
 
     monkeypatch.setattr(nat._Inflater, "whole", spy)
     (m,) = wheel_members(w)
-    whole = read_member(m.path, m.size, m.open)
+    opened: list[int] = []
+
+    def counted() -> Any:
+        opened.append(1)
+        return m.open()
+
+    whole = read_member(m.path, m.size, counted)
     assert whole_calls == [len(elf["ops12.so"])]  # inflated whole, once
+    assert len(opened) == 1  # its magic and its ranges come from those bytes
     monkeypatch.setattr(nat, "_inflate_whole", None)
     streamed = read_member(m.path, m.size, m.open)
     assert whole_calls[-1] is None  # no libdeflate: streamed

@@ -6,8 +6,9 @@ hold them (``struct``; pyelftools names the machines). PE (``.pyd``,
 ``.dll``): the import table and the delay-load import table, through pefile, from only
 the ranges it reads (``peimage``).
 
-Nothing is unpacked to disk and no member is held whole in memory: a member is inflated as
-a stream and only the byte ranges the parsers need are kept (the first ``PREFIX`` bytes,
+Nothing is unpacked to disk, and only a member of up to ``WHOLE`` bytes is held whole in
+memory (inflated once, by libdeflate where installed). A larger member is inflated as a
+stream and only the byte ranges the parsers need are kept (the first ``PREFIX`` bytes,
 which hold the headers, ``.dynstr`` and ``.gnu.version_r`` of an ordinary library, and the
 dynamic segment, which lies near the end). When a string table lies past the prefix, the
 member is streamed a second time keeping only that range. A range far into a deflated
@@ -493,7 +494,8 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
     ``LIMITS``. pyelftools parsed each field through Python objects, which cost more than
     inflating a small library; it still names the machines."""
     prefix = min(size, PREFIX)
-    kept = stream.keep([(0, min(size, HEAD))])
+    # a member held whole (``WHOLE``) is kept whole: every later range is then a slice
+    kept = stream.keep([(0, size if size <= WHOLE else min(size, HEAD))])
     first = kept.get(0, b"")
     if len(first) < 64 or first[:4] != b"\x7fELF":
         raise _Unreadable("not an ELF file (no ELF magic)")
@@ -731,9 +733,15 @@ def read_member(member: str, size: int, open_member: Callable[[], IO[bytes]]) ->
         )
     try:
         with open_member() as f:
-            magic = f.read(4)
+            # a small member is inflated whole here, once: its magic and then its ranges
+            # are read from those bytes, not from two more openings of the zip
+            whole = getattr(f, "whole", None) if 0 < size <= WHOLE else None
+            data = whole(size) if whole is not None else None
+            magic = data[:4] if data is not None else f.read(4)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         return Binary(member, BinaryFormat.UNKNOWN, problem=f"truncated or damaged ({exc})")
+    if data is not None:
+        open_member = functools.partial(io.BytesIO, data)
     if magic == b"\x7fELF":
         return read_elf(member, size, open_member)
     if magic[:2] == b"MZ":
