@@ -435,7 +435,6 @@ def test_the_wheels_a_lock_chooses_between_are_those_of_a_project_with_several()
     assert contested(paths[2:4]) == set()
 
 
-@needs_gcc
 def test_the_helper_loads_neither_packaging_nor_email_nor_pefile() -> None:
     """The helper's imports are part of the lock's peak memory (the two processes run side
     by side): what it runs (``nativeworker``'s child code), then its check of fetch's
@@ -461,6 +460,7 @@ def test_the_helper_loads_neither_packaging_nor_email_nor_pefile() -> None:
     assert not heavy and "importlib.metadata" not in loaded, sorted(heavy)
 
 
+@needs_gcc
 def test_the_helper_reads_the_wheels_the_resolution_chooses_between_last(
     tmp_path: Path, elf: dict[str, bytes]
 ) -> None:
