@@ -293,10 +293,10 @@ class _Stream:
             return {}
         if not self._cursors:
             f = self._open()
-            if 0 < self._size <= WHOLE and not f.seekable():  # one pass, then seek in it
-                whole = getattr(f, "whole", None)
+            # one pass, then seek in it (``read_member`` already tried libdeflate on it)
+            if 0 < self._size <= WHOLE and not f.seekable():
                 try:
-                    data = (whole(self._size) if whole is not None else None) or f.read(self._size)
+                    data = f.read(self._size)
                 finally:
                     f.close()
                 f = io.BytesIO(data)
