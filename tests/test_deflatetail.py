@@ -335,6 +335,24 @@ def test_dynamic_candidates_are_exactly_the_positions_the_rules_allow(seed: int)
         assert dt.dynamic_candidates(window) == want
 
 
+def _header(lengths: list[int]) -> bytes:
+    """A dynamic block header (BFINAL 0, 257 and 1 codes) whose code-length code has
+    ``lengths``, padded with zero bytes to a window ``dynamic_candidates`` reads."""
+    value = 0b100 | (len(lengths) - 4) << 13  # BTYPE 2, HLIT 0, HDIST 0, HCLEN
+    for k, n in enumerate(lengths):
+        value |= n << (17 + 3 * k)
+    return value.to_bytes(dt.HEADER_BITS // 8 + 8, "little")
+
+
+def test_a_kraft_sum_that_only_wraps_to_128_is_no_candidate() -> None:
+    """The sum is kept in 8 bit-sliced digits: one of 384 (six codes of length 1) is 128
+    modulo 256 and must still be refused; two codes of length 1 make a complete code."""
+    complete = _header([1, 1] + [0] * 17)
+    wrapped = _header([1] * 6 + [0] * 13)
+    assert _header_could_start(complete, 0) and 0 in dt.dynamic_candidates(complete)
+    assert not _header_could_start(wrapped, 0) and 0 not in dt.dynamic_candidates(wrapped)
+
+
 def test_an_unrecognised_target_near_the_end_is_read_from_what_the_scan_kept() -> None:
     """A landmark that is never recognised (a patchelf'd library's segment) near the
     member's end: the scan to the end checks the start and kept the target's bytes."""
@@ -411,8 +429,8 @@ def test_a_start_in_the_last_bytes_of_a_search_window_is_tried_on_its_full_trial
     packed = _raw(noise)
     starts = dt.stored_candidates(packed)
     # one whose window from 100 bytes short of a search before it holds no other start
-    s = next(b for a, b in itertools.pairwise(starts) if b - a > dt.SEARCH - 100 and b > 1 << 16)
-    at = s - dt.SEARCH + 100  # the block begins 100 bytes before the window's end
+    s = next(b for a, b in itertools.pairwise(starts) if b - a > dt.GRAIN - 100 and b > 1 << 16)
+    at = s - dt.GRAIN + 100  # the block begins 100 bytes before the window's end
     first = next(dt._candidates(_reader(packed), len(packed), at))
     assert first == (8 * s, b"\x00")
     start = dt._search(_reader(packed), len(packed), len(noise), at, zlib)
