@@ -675,8 +675,15 @@ class _Strings:
         width = STRING_WINDOW
         while True:
             o, n = self._window(at, width)
-            self._more([(o, n)])
-            k, data = next((k, b) for k, b in self._kept.items() if k <= o and o + n <= k + len(b))
+            # the window ``prefetch`` kept at it, or the table kept whole
+            k, data = o, self._kept.get(o, b"")
+            if len(data) < n:
+                k, data = self._offset, self._kept.get(self._offset, b"")
+            if o + n > k + len(data):
+                self._more([(o, n)])
+                k, data = next(
+                    (k, b) for k, b in self._kept.items() if k <= o and o + n <= k + len(b)
+                )
             start = o - k
             end = data.find(b"\x00", start, start + n)
             if end >= 0:
