@@ -50,7 +50,7 @@ WINDOW = 32 << 10  # deflate's back-reference window
 _MARK_A = bytes(range(256)) * (WINDOW // 256)
 # each byte's complement (differs from _MARK_A at every position), by one C-level translate
 _MARK_B = _MARK_A.translate(bytes(range(255, -1, -1)))
-SEARCH = 16 << 10  # compressed bytes a search for block starts starts before a guess
+SEARCH = 16 << 10  # the least margin, in compressed bytes, a search leaves before a guess
 # compressed bytes tested for block starts at a time: a search ends at the first start that
 # checks out, anywhere from 0 to ~25 KiB on in real wheels, so a smaller window tests fewer
 # bytes past it (at about 1.3x the cost per byte of a 16 KiB one)
@@ -394,7 +394,7 @@ def _closest(packed: int, size: int, target: int) -> int:
     """Where to search from for a start before ``target`` when the bytes after it are few:
     they cannot take more than deflate's worst case (stored blocks and headers, about
     ``1/1024`` more) of the compressed data, so ``target`` lies no earlier than that
-    before its end; a few search windows more cover the block it falls in."""
+    before its end; a few ``SEARCH`` margins more cover the block it falls in."""
     after = size - target
     return packed - (after + after // 1024 + 1024) - 4 * SEARCH
 
