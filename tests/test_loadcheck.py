@@ -1375,6 +1375,7 @@ def test_a_far_dynamic_segment_is_read_from_a_block_near_it_and_matches_the_file
     assert "libm.so.6" in truth.needed and truth.runpath and truth.versions
 
     monkeypatch.setattr(nat, "TAIL_GAP", 256 << 10)
+    monkeypatch.setattr(nat, "SMALL", 0)  # the path of a large member
     starts: list[deflatetail.Start] = []
     real = deflatetail.find_start
 
@@ -1428,6 +1429,7 @@ def test_a_range_among_the_last_bytes_is_kept_by_the_pass_that_checks_its_start(
     truth = nat.file_natives(build, ["libbig.so"]).binaries[0]
     monkeypatch.setattr(nat, "TAIL_GAP", 256 << 10)
     monkeypatch.setattr(nat, "LANDMARK_GAP", 64 << 20)  # the landmark is not used
+    monkeypatch.setattr(nat, "SMALL", 0)
     calls: list[str] = []
     real_end, real_locate = deflatetail._length_to_end, deflatetail.locate
 
@@ -1478,6 +1480,7 @@ def test_a_far_dynamic_segment_is_recognised_by_its_content_without_reaching_the
     w = make_wheel(tmp_path / "wh", "big", "1", files={"big/libbig.so": data})
     truth = nat.file_natives(build, ["libbig.so"]).binaries[0]
     monkeypatch.setattr(nat, "LANDMARK_GAP", 256 << 10)
+    monkeypatch.setattr(nat, "SMALL", 0)  # every try of a large member
     ends: list[int] = []
     real_end = deflatetail._length_to_end
 
@@ -1506,6 +1509,60 @@ def test_a_far_dynamic_segment_is_recognised_by_its_content_without_reaching_the
     located.clear()
     assert wheel_natives(w).binaries[0] == got
     assert located and located[0][0] == located[0][1]  # read from a start checked at the end
+
+
+@needs_gcc
+def test_a_small_member_tries_one_block_before_its_segment_then_reads_forwards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A member under ``SMALL`` whose dynamic segment lies past ``SMALL_GAP``: one block
+    start, ``SMALL_BACK`` before the segment, recognised by the landmark; where what it
+    inflates depends on the unread window, the segment is read forwards, with no second
+    search. Both give the file's own needs."""
+    from wh.wheel import deflatetail
+    from wh.wheel import natives as nat
+
+    build = tmp_path / "build"
+    build.mkdir()
+    monkeypatch.chdir(build)
+    data = _big_library(build)
+    assert len(data) < nat.SMALL
+    w = make_wheel(tmp_path / "wh", "big", "1", files={"big/libbig.so": data})
+    truth = nat.file_natives(build, ["libbig.so"]).binaries[0]
+    monkeypatch.setattr(nat, "SMALL_GAP", 1 << 20)
+    befores: list[int] = []
+    located: list[tuple[int, int]] = []  # (where the start is, where the reader is left)
+    real_locate = deflatetail.locate
+
+    def spy_locate(*a: Any, **k: Any) -> deflatetail.TailReader:
+        befores.append(k["before"])
+        r = real_locate(*a, **k)
+        located.append((r.start, r.pos))
+        return r
+
+    monkeypatch.setattr(deflatetail, "locate", spy_locate)
+    got = wheel_natives(w).binaries[0]
+    assert got == replace(truth, member="big/libbig.so")
+    assert befores == [nat.SMALL_BACK]
+    assert (2 << 20) < located[0][0] < located[0][1]  # not inflated from the start
+
+    real_pair = deflatetail.TailReader.read_pair
+
+    def disagree(self: deflatetail.TailReader, n: int) -> tuple[bytes, bytes]:
+        a, b = real_pair(self, n)
+        return a, bytes(x ^ 1 for x in b)
+
+    monkeypatch.setattr(deflatetail.TailReader, "read_pair", disagree)
+    befores.clear()
+    assert wheel_natives(w).binaries[0] == got
+    assert befores == [nat.SMALL_BACK]  # one try, then forwards
+
+    monkeypatch.setattr(nat, "SMALL", len(data))  # not small: the long path's own gap
+    monkeypatch.setattr(nat, "LANDMARK_GAP", 64 << 20)
+    monkeypatch.setattr(deflatetail.TailReader, "read_pair", real_pair)
+    befores.clear()
+    assert wheel_natives(w).binaries[0] == got
+    assert befores == []
 
 
 def test_each_need_says_who_meets_it_and_a_cached_report_is_the_same() -> None:

@@ -79,6 +79,7 @@ def test_natives_read_from_blocks_near_each_range_equal_reading_forwards(
     assert len(members) > 100, "too few compiled members to say anything"
     monkeypatch.setattr(nat, "LANDMARK_GAP", 64 << 10)
     monkeypatch.setattr(nat, "TAIL_GAP", 64 << 10)
+    monkeypatch.setattr(nat, "SMALL_GAP", 64 << 10)  # members under ``SMALL``: one try each
     monkeypatch.setattr(nat, "WHOLE", 0)
     located = 0
     real_locate = nat.deflatetail.locate

@@ -55,6 +55,13 @@ TAIL_RETRY = 4 << 20  # how much further back a second block start is looked for
 TAIL_BACKS = (0, TAIL_RETRY, 4 * TAIL_RETRY, 16 * TAIL_RETRY)
 LANDMARK_BACKS = (0, 256 << 10, 1 << 20, 4 << 20, 16 << 20)
 LANDMARK_GAP = 8 << 20  # the same, for a range recognised by its content (``keep``)
+# a member smaller than ``SMALL`` inflates to a segment at most a few MB in: a block start is
+# tried there beyond ``SMALL_GAP`` only, once, ``SMALL_BACK`` before it (a start nearer the
+# segment than that mostly finds bytes copied from the unread window); where that start
+# does not serve, the segment is read forwards, which costs less than a second search
+SMALL = 10 << 20
+SMALL_GAP = 3 << 20
+SMALL_BACK = 512 << 10
 WHOLE = 1 << 20  # a member up to this size is inflated whole once, then read at its ranges
 
 LIMITS = {
@@ -271,8 +278,9 @@ class _Stream:
     after hundreds of MB of code) is read by a pass that starts at a deflate block found
     just before it, where the member's stream can say where one is (``tail_reader``); where
     none checks out, or what it reads depends on the unread bytes before it, the range is
-    inflated from the start as before. A seekable stream (an installed file) is read at the
-    ranges only."""
+    inflated from the start as before. A small member (``SMALL``) has its dynamic segment a
+    few MB in: one block start is tried there, and the segment is otherwise inflated
+    forwards. A seekable stream (an installed file) is read at the ranges only."""
 
     PASSES = 3  # forward passes open at once
 
@@ -329,8 +337,13 @@ class _Stream:
         """``lo..hi``; where a pass from a block start finds bytes that depend on the
         unread window, again from block starts further back (``TAIL_BACKS``, or the finer
         ``LANDMARK_BACKS`` where each try costs only what lies between: a long run of
-        repeated data can copy from the window for megabytes), then from the start."""
-        backs = LANDMARK_BACKS if landmark is not None else TAIL_BACKS
+        repeated data can copy from the window for megabytes; a small member's single
+        ``SMALL_BACK``), then from the start."""
+        backs: tuple[int, ...]
+        if landmark is None:
+            backs = TAIL_BACKS
+        else:
+            backs = (SMALL_BACK,) if self._size < SMALL else LANDMARK_BACKS
         for back in (*backs, None):
             if back is None:
                 self._tails = False
@@ -355,7 +368,8 @@ class _Stream:
         behind = offset - (best.pos if best is not None else 0)
         tail = None
         floor = best.pos if best is not None else 0
-        if landmark is not None and behind > LANDMARK_GAP and self._tails:
+        gap = SMALL_GAP if self._size < SMALL else LANDMARK_GAP
+        if landmark is not None and behind > gap and self._tails:
             tail = self._tail(offset, floor, back, landmark)
         elif behind > TAIL_GAP and self._tails and self._size - offset < behind:
             tail = self._tail(offset, floor, back)
