@@ -1490,9 +1490,11 @@ def test_a_far_dynamic_segment_is_recognised_by_its_content_without_reaching_the
 
     monkeypatch.setattr(deflatetail, "_length_to_end", spy)
     located: list[tuple[int, int]] = []  # (where the start is, where the reader is left)
+    befores: list[int] = []
     real_locate = deflatetail.locate
 
     def spy_locate(*a: Any, **k: Any) -> deflatetail.TailReader:
+        befores.append(k["before"])
         r = real_locate(*a, **k)
         located.append((r.start, r.pos))
         return r
@@ -1500,6 +1502,7 @@ def test_a_far_dynamic_segment_is_recognised_by_its_content_without_reaching_the
     monkeypatch.setattr(deflatetail, "locate", spy_locate)
     got = wheel_natives(w).binaries[0]
     assert located and (2 << 20) < located[0][0] < located[0][1] and not ends
+    assert befores[0] == nat.LANDMARK_BACKS[0] > 0  # not a start right at the segment
     assert (got.needed, got.runpath, got.versions) == (truth.needed, truth.runpath, truth.versions)
 
     # the anchor word no longer holds the segment's address: found by reaching the end

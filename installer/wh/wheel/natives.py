@@ -53,7 +53,10 @@ STRING_WINDOW = 4 << 10  # bytes kept at each string a need names (grown while n
 TAIL_GAP = 8 << 20  # inflating more than this to reach a range: look for a block start near it
 TAIL_RETRY = 4 << 20  # how much further back a second block start is looked for
 TAIL_BACKS = (0, TAIL_RETRY, 4 * TAIL_RETRY, 16 * TAIL_RETRY)
-LANDMARK_BACKS = (0, 256 << 10, 1 << 20, 4 << 20, 16 << 20)
+# how far before a segment recognised by its content (``keep``) a block start is looked for,
+# try after try: not at it, where what a start inflates to mostly copies zeros and pointers
+# from the unread window, and the scan then runs to the member's end
+LANDMARK_BACKS = (256 << 10, 1 << 20, 4 << 20, 16 << 20)
 LANDMARK_GAP = 8 << 20  # the same, for a range recognised by its content (``keep``)
 # a member smaller than ``SMALL`` inflates to a segment at most a few MB in: a block start is
 # tried there beyond ``SMALL_GAP`` only, once, ``SMALL_BACK`` before it (a start nearer the
