@@ -492,8 +492,10 @@ def locate(
 # ``PROBE_IN`` compressed bytes; its offset is never needed, only its ratio. What the
 # estimate gets wrong costs time only: the start it leads to is checked as any other.
 
-PROBE_FROM = 4 << 20  # compressed bytes from the nearer end below which the average is used
-PROBE_IN = 128 << 10  # compressed bytes a probe inflates
+PROBE_FROM = 8 << 20  # compressed bytes from the nearer end below which the average is used
+# compressed bytes a probe inflates: 64 KiB place the stack's starts as well as 128 KiB did
+# (32 KiB misjudge a stretch of mixed parts)
+PROBE_IN = 64 << 10
 PROBE_OUT = 1 << 20  # at most this much output per probe (its ratio is what it consumed for it)
 PROBE_SEARCH = 4 * SEARCH  # compressed bytes searched for a probe's block start
 PROBES = 12  # stretches the distance the average gives is cut into
