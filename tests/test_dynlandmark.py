@@ -7,7 +7,7 @@ import random
 import struct
 
 import pytest
-from wh.wheel.dynlandmark import DynamicLandmark, valid_tag
+from wh.wheel.dynlandmark import DynamicLandmark, _first, valid_tag
 
 VADDR = 0x3DE0  # the segment's address; its file offset is 0x2DE0 (one page below)
 OFFSET = 0x2DE0
@@ -125,3 +125,21 @@ def test_bytes_made_of_needles_cost_a_bounded_search_then_the_landmark_is_given_
     assert lm.behind == 0  # nothing more is kept for it
     spent = lm.spent
     assert lm.scan(data, data, 0)[0] is None and lm.spent == spent
+
+
+@pytest.mark.parametrize(
+    ("bits64", "order"), [(True, "<"), (True, ">"), (False, "<"), (False, ">")]
+)
+def test_the_needle_search_finds_what_a_forward_search_finds(bits64: bool, order: str) -> None:
+    """The search for ``DT_SYMENT`` that first asks a reverse search whether there is one
+    returns the same index as ``find`` from every start, with the needle absent, once or
+    twice, at the edges, and among zeros and the needle's own bytes."""
+    needle = DynamicLandmark(0, 0, 0, bits64, order, ())._needle()
+    rnd = random.Random(7)
+    for _ in range(200):
+        parts = [rnd.choice([bytes(rnd.randint(0, 40)), rnd.randbytes(rnd.randint(0, 40))])]
+        for _ in range(rnd.randint(0, 2)):
+            parts += [needle, bytes(rnd.randint(0, 9)), needle[: rnd.randint(0, len(needle))]]
+        a = bytearray(b"".join(parts))
+        for lo in range(len(a) + 2):
+            assert _first(a, needle, lo) == a.find(needle, lo)
