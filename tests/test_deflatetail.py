@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 import zlib
+from typing import Any
 
 import pytest
 from wh.wheel import deflatetail as dt
@@ -410,6 +411,37 @@ def test_probes_place_a_far_target_where_the_average_ratio_does_not(
     token = data[target : target + 32]
     r = dt.locate(_reader(packed), len(packed), size, target, _Token(token))
     assert r.pos == target and r.read(32) == token
+
+
+def test_a_walk_longer_than_the_average_says_takes_longer_stretches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Zeros, then library-like bytes after the target: the average ratio puts the target
+    a fraction of its compressed distance from the end, so stretches cut from that guess
+    would take many more than ``PROBES`` probes to reach it. The walk lengthens its
+    stretches as the ratios come in: about ``PROBES`` probes, and a place before the
+    target."""
+    monkeypatch.setattr(dt, "PROBE_FROM", 64 << 10)
+    monkeypatch.setattr(dt, "PROBE_FLOOR", 64 << 10)
+    tail = _binaryish(3 << 20, 44)
+    data = bytes(24 << 20) + _binaryish(1 << 20, 45) + tail
+    size = len(data)
+    packed = _raw(data)
+    target = size - len(tail)
+    truth = _true_place(packed, target)
+    assert len(packed) - int(len(packed) * target / size) < (len(packed) - truth) // 3
+    probes = 0
+    real = dt._probe
+
+    def count(*a: Any) -> float | None:
+        nonlocal probes
+        probes += 1
+        return real(*a)
+
+    monkeypatch.setattr(dt, "_probe", count)
+    aim = dt._aim(_reader(packed), len(packed), size, target, zlib)
+    assert probes <= dt.PROBES + 1
+    assert aim <= truth and truth - aim < (len(packed) - truth) // 4
 
 
 def test_probes_over_bytes_with_no_block_start_give_up_on_the_average() -> None:

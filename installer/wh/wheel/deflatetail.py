@@ -537,7 +537,7 @@ def _aim(read_at: ReadAt, packed: int, size: int, target: int, lib: Any) -> int:
     rate = size / packed
     walked = 0
     for k in range(MAX_PROBES):
-        lo = packed - (k + 1) * step if from_end else k * step
+        lo = packed - walked - step if from_end else walked
         if lo < 0 or lo >= packed:
             break
         got = _probe(read_at, packed, lo + step // 2 - PROBE_IN // 2, lib)
@@ -546,6 +546,11 @@ def _aim(read_at: ReadAt, packed: int, size: int, target: int, lib: Any) -> int:
             break
         walked += step
         left -= int(step * rate)
+        # the ratios so far put the target further than the probes left would reach at
+        # this step: longer stretches, so that the walk still ends in about ``PROBES``
+        rest = PROBES - (k + 1)
+        if rest >= 1 and left / rate > rest * step:
+            step = int(left / rate / rest) + 1
     # the rest at the last ratio: into the stretch that holds the target, or past the probes
     walked += int(left / rate)
     place = packed - walked if from_end else walked
