@@ -676,6 +676,7 @@ class _Strings:
         more: Callable[[list[tuple[int, int]]], Any],
     ) -> None:
         self._offset, self._size, self._kept, self._more = offset, size, kept, more
+        self._read: dict[int, str] = {}  # a library's name is asked for once per version
 
     def _window(self, at: int, width: int) -> tuple[int, int]:
         if at >= self._size:
@@ -689,6 +690,12 @@ class _Strings:
         self._more([self._window(at, STRING_WINDOW) for at in sorted(set(offsets))])
 
     def get(self, at: int) -> str:
+        got = self._read.get(at)
+        if got is None:
+            got = self._read[at] = self._get(at)
+        return got
+
+    def _get(self, at: int) -> str:
         width = STRING_WINDOW
         while True:
             o, n = self._window(at, width)
