@@ -420,8 +420,9 @@ def check(
         for b in u.natives.binaries if u.natives else ():
             binaries[(u.name, b.member)] = (u, b)
             if not b.problem:
+                dirs = () if windows else _origin_dirs(b)
                 resolved[(u.name, b.member)] = [
-                    _resolve(u, b, lib, delay, idx, platform, windows)
+                    _resolve(u, b, lib, delay, idx, platform, windows, dirs)
                     for lib, delay in iter_needs(b)
                 ]
     # what `import` reaches: extension modules of the lock, then what their needs resolve to
@@ -552,19 +553,35 @@ def _machine(b: Binary) -> str:
     )
 
 
-def _resolve(
-    u: Unit, b: Binary, lib: str, delay: bool, idx: _Index, platform: Platform, windows: bool
-) -> _Resolved:
-    """Who meets one need of one binary."""
-    key = _key(lib, windows)
+def _origin_dirs(b: Binary) -> tuple[tuple[str, str], ...]:
+    """The folders an ELF binary's ``$ORIGIN`` search path names, in its order, as (the
+    entry, the folder within the wheel): glibc takes ``DT_RUNPATH`` when present instead of
+    ``DT_RPATH``, and ``$ORIGIN`` is the member's own folder. Once per binary, not per need."""
     here = posixpath.dirname(b.member)
+    out = []
+    for entry in b.runpath or b.rpath:
+        folder = entry.replace("${ORIGIN}", "$ORIGIN")
+        if folder.startswith("$ORIGIN"):
+            rest = folder[len("$ORIGIN") :].lstrip("/")
+            out.append((entry, posixpath.normpath(posixpath.join(here, rest))))
+    return tuple(out)
+
+
+def _resolve(
+    u: Unit,
+    b: Binary,
+    lib: str,
+    delay: bool,
+    idx: _Index,
+    platform: Platform,
+    windows: bool,
+    dirs: tuple[tuple[str, str], ...],
+) -> _Resolved:
+    """Who meets one need of one binary; ``dirs``: its ``$ORIGIN`` folders
+    (``_origin_dirs``, for an ELF binary)."""
+    key = _key(lib, windows)
     if not windows:
-        # glibc: DT_RUNPATH when present replaces DT_RPATH; $ORIGIN is the member's folder
-        for entry in b.runpath or b.rpath:
-            folder = entry.replace("${ORIGIN}", "$ORIGIN")
-            if not folder.startswith("$ORIGIN"):
-                continue
-            path = posixpath.normpath(posixpath.join(here, folder[len("$ORIGIN") :].lstrip("/")))
+        for entry, path in dirs:
             full = posixpath.join(path, lib) if path != "." else lib
             found = idx.paths.get(full)
             if found is not None:
@@ -584,6 +601,7 @@ def _resolve(
         if on_platform is not None and on_platform[0] == Provider.INTERPRETER:
             return _Resolved(lib, delay, on_platform[1], on_platform[0])
         # then the importing module's own folder
+        here = posixpath.dirname(b.member)
         full = posixpath.join(here, lib) if here else lib
         found = idx.paths.get(_key(full, windows))
         if found is not None:
