@@ -1340,6 +1340,39 @@ def test_a_kernel_is_compared_with_the_torch_installed_outside_the_lock() -> Non
 # -- a dynamic segment far into a large library: read from a deflate block near it ---------
 
 
+def _spy_locate(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[tuple[int, int]]]:
+    """Record each ``deflatetail.locate`` call: its ``before``, and (where the start it
+    found is, where the reader is left)."""
+    from wh.wheel import deflatetail
+
+    befores: list[int] = []
+    located: list[tuple[int, int]] = []
+    real = deflatetail.locate
+
+    def spy(*a: Any, **k: Any) -> deflatetail.TailReader:
+        befores.append(k["before"])
+        r = real(*a, **k)
+        located.append((r.start, r.pos))
+        return r
+
+    monkeypatch.setattr(deflatetail, "locate", spy)
+    return befores, located
+
+
+def _disagree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the two inflations from a found block differ at every byte, as bytes copied
+    from the unread window would."""
+    from wh.wheel import deflatetail
+
+    real = deflatetail.TailReader.read_pair
+
+    def disagree(self: deflatetail.TailReader, n: int) -> tuple[bytes, bytes]:
+        a, b = real(self, n)
+        return a, bytes(x ^ 1 for x in b)
+
+    monkeypatch.setattr(deflatetail.TailReader, "read_pair", disagree)
+
+
 def _big_library(folder: Path) -> bytes:
     """A real library with ~3 MB of code-like bytes (``.incbin``) before its dynamic
     segment, needing libc, libm and a library named by rpath."""
@@ -1394,14 +1427,8 @@ def test_a_far_dynamic_segment_is_read_from_a_block_near_it_and_matches_the_file
         truth.machine,
     )
 
-    # what depends on the unread window is not trusted: read from the start instead
-    def disagree(self: deflatetail.TailReader, n: int) -> tuple[bytes, bytes]:
-        a, b = real_pair(self, n)
-        return a, bytes(x ^ 1 for x in b)
-
-    real_pair = deflatetail.TailReader.read_pair
-    monkeypatch.setattr(deflatetail.TailReader, "read_pair", disagree)
-    assert wheel_natives(w).binaries[0] == got
+    _disagree(monkeypatch)  # what depends on the unread window is not trusted: read
+    assert wheel_natives(w).binaries[0] == got  # from the start instead
 
     def unavailable(*a: Any, **k: Any) -> deflatetail.Start:
         raise deflatetail.TailUnavailable("none")
@@ -1431,33 +1458,20 @@ def test_a_range_among_the_last_bytes_is_kept_by_the_pass_that_checks_its_start(
     monkeypatch.setattr(nat, "LANDMARK_GAP", 64 << 20)  # the landmark is not used
     monkeypatch.setattr(nat, "SMALL", 0)
     calls: list[str] = []
-    real_end, real_locate = deflatetail._length_to_end, deflatetail.locate
+    real_end = deflatetail._length_to_end
 
     def spy_end(*a: Any) -> int | None:
         calls.append("to-end")
         return real_end(*a)
 
-    located: list[tuple[int, int]] = []
-
-    def spy_locate(*a: Any, **k: Any) -> deflatetail.TailReader:
-        r = real_locate(*a, **k)
-        located.append((r.start, r.pos))
-        return r
-
     monkeypatch.setattr(deflatetail, "_length_to_end", spy_end)
-    monkeypatch.setattr(deflatetail, "locate", spy_locate)
+    _befores, located = _spy_locate(monkeypatch)
     got = wheel_natives(w).binaries[0]
     assert got == replace(truth, member="big/libbig.so")
     assert not calls  # no start was checked by a pass of its own
     assert located and all(start > (2 << 20) and pos > start for start, pos in located)
 
-    real_pair = deflatetail.TailReader.read_pair
-
-    def disagree(self: deflatetail.TailReader, n: int) -> tuple[bytes, bytes]:
-        a, b = real_pair(self, n)
-        return a, bytes(x ^ 1 for x in b)
-
-    monkeypatch.setattr(deflatetail.TailReader, "read_pair", disagree)
+    _disagree(monkeypatch)
     assert wheel_natives(w).binaries[0] == got  # from the start instead
 
 
@@ -1489,17 +1503,7 @@ def test_a_far_dynamic_segment_is_recognised_by_its_content_without_reaching_the
         return real_end(*a)
 
     monkeypatch.setattr(deflatetail, "_length_to_end", spy)
-    located: list[tuple[int, int]] = []  # (where the start is, where the reader is left)
-    befores: list[int] = []
-    real_locate = deflatetail.locate
-
-    def spy_locate(*a: Any, **k: Any) -> deflatetail.TailReader:
-        befores.append(k["before"])
-        r = real_locate(*a, **k)
-        located.append((r.start, r.pos))
-        return r
-
-    monkeypatch.setattr(deflatetail, "locate", spy_locate)
+    befores, located = _spy_locate(monkeypatch)
     got = wheel_natives(w).binaries[0]
     assert located and (2 << 20) < located[0][0] < located[0][1] and not ends
     assert befores[0] == nat.LANDMARK_BACKS[0] > 0  # not a start right at the segment
@@ -1533,29 +1537,14 @@ def test_a_small_member_tries_one_block_before_its_segment_then_reads_forwards(
     w = make_wheel(tmp_path / "wh", "big", "1", files={"big/libbig.so": data})
     truth = nat.file_natives(build, ["libbig.so"]).binaries[0]
     monkeypatch.setattr(nat, "SMALL_GAP", 1 << 20)
-    befores: list[int] = []
-    located: list[tuple[int, int]] = []  # (where the start is, where the reader is left)
-    real_locate = deflatetail.locate
-
-    def spy_locate(*a: Any, **k: Any) -> deflatetail.TailReader:
-        befores.append(k["before"])
-        r = real_locate(*a, **k)
-        located.append((r.start, r.pos))
-        return r
-
-    monkeypatch.setattr(deflatetail, "locate", spy_locate)
+    befores, located = _spy_locate(monkeypatch)
     got = wheel_natives(w).binaries[0]
     assert got == replace(truth, member="big/libbig.so")
     assert befores == [nat.SMALL_BACK]
     assert (2 << 20) < located[0][0] < located[0][1]  # not inflated from the start
 
     real_pair = deflatetail.TailReader.read_pair
-
-    def disagree(self: deflatetail.TailReader, n: int) -> tuple[bytes, bytes]:
-        a, b = real_pair(self, n)
-        return a, bytes(x ^ 1 for x in b)
-
-    monkeypatch.setattr(deflatetail.TailReader, "read_pair", disagree)
+    _disagree(monkeypatch)
     befores.clear()
     assert wheel_natives(w).binaries[0] == got
     assert befores == [nat.SMALL_BACK]  # one try, then forwards
