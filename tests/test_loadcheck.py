@@ -1764,3 +1764,36 @@ def test_the_elf_reader_reads_a_big_endian_file_and_refuses_a_damaged_one(tmp_pa
     assert (
         bad is not None and "dynamic segment of" in bad.problem and "out of bounds" in bad.problem
     )
+
+
+@needs_gcc
+def test_a_string_past_the_members_end_is_refused_as_truncated(elf: dict[str, bytes]) -> None:
+    """A dynamic string table that claims more bytes than the member has, with a need
+    named past the member's end: the read of its string comes back short, and the binary
+    is refused as truncated, naming the bytes it lacks (not as an internal error)."""
+    import io
+    import struct
+
+    data = elf["ops12.so"]
+    out = bytearray(data)
+    (phoff,) = struct.unpack_from("<Q", data, 0x20)
+    phsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    dyn = next(
+        struct.unpack_from("<IIQQQQ", data, phoff + i * phsize)
+        for i in range(phnum)
+        if struct.unpack_from("<I", data, phoff + i * phsize)[0] == 2  # PT_DYNAMIC
+    )
+    d_off, d_size = dyn[2], dyn[5]
+    tags = [struct.unpack_from("<qQ", data, d_off + j * 16) for j in range(d_size // 16)]
+    strtab_vaddr = next(v for t, v in tags if t == 5)  # DT_STRTAB (mapped at its offset)
+    past = len(data) - strtab_vaddr + 64  # 64 bytes past the member's last byte
+    for j, (tag, _val) in enumerate(tags):
+        if tag == 10:  # DT_STRSZ: more than the member holds
+            struct.pack_into("<Q", out, d_off + j * 16 + 8, past + 4096)
+    first = next(j for j, (t, _v) in enumerate(tags) if t == 1)  # the first DT_NEEDED
+    struct.pack_into("<Q", out, d_off + first * 16 + 8, past)
+    b = read_member("ops.so", len(out), lambda: io.BytesIO(bytes(out)))
+    assert b is not None
+    assert b.problem.startswith("truncated or damaged (bytes "), b.problem
+    assert f"{strtab_vaddr + past}.." in b.problem, b.problem
+    assert b.needed == ()

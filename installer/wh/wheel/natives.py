@@ -658,9 +658,17 @@ def _read_elf(member: str, size: int, stream: _Stream) -> Binary:
 _STRING_TAGS = (DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_SONAME)
 
 
+def _holding(kept: dict[int, Bytes], offset: int, size: int) -> tuple[int, Bytes] | None:
+    """The kept range (its offset and bytes) that holds all of ``offset..offset + size``."""
+    for o, b in kept.items():
+        if o <= offset and offset + size <= o + len(b):
+            return o, b
+    return None
+
+
 def _covered(kept: dict[int, Bytes], offset: int, size: int) -> bool:
     """Whether one kept range holds all of ``offset..offset + size``."""
-    return any(o <= offset and offset + size <= o + len(b) for o, b in kept.items())
+    return _holding(kept, offset, size) is not None
 
 
 class _Strings:
@@ -705,9 +713,10 @@ class _Strings:
                 k, data = self._offset, self._kept.get(self._offset, b"")
             if o + n > k + len(data):
                 self._more([(o, n)])
-                k, data = next(
-                    (k, b) for k, b in self._kept.items() if k <= o and o + n <= k + len(b)
-                )
+                held = _holding(self._kept, o, n)
+                if held is None:  # the member ends before the window: a table past its end
+                    raise _Missing(o, n)
+                k, data = held
             start = o - k
             end = data.find(b"\x00", start, start + n)
             if end >= 0:
