@@ -125,12 +125,19 @@ def _start(scene: Scene, fault: str, *extra: str) -> tuple[subprocess.Popen[str]
     log = scene.root / "install.log"
     env = {**os.environ, "WH_TEST_FAULT": fault, "WH_CACHE_DIR": str(scene.root / ".wh-cache")}
     env.pop("VIRTUAL_ENV", None)
+    # wh starts with Ctrl-C's default even where this run inherited SIGINT ignored (a
+    # background job of a shell script): exec keeps an ignored signal ignored, and Python
+    # then never turns SIGINT into KeyboardInterrupt; a caught one starts at its default
+    caught = signal.signal(signal.SIGINT, signal.default_int_handler)
     with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(WH), "install", "-r", "p5==2.0", "--wheelhouse", "new",
-             "--python", str(scene.venv), "--lockfile", "new.toml", *extra],
-            cwd=scene.root, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+        try:
+            proc = subprocess.Popen(
+                [str(WH), "install", "-r", "p5==2.0", "--wheelhouse", "new",
+                 "--python", str(scene.venv), "--lockfile", "new.toml", *extra],
+                cwd=scene.root, env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
+            )  # fmt: skip
+        finally:
+            signal.signal(signal.SIGINT, caught)
     deadline = time.monotonic() + 60
     while "wh-test: sleeping" not in log.read_text():
         assert proc.poll() is None, log.read_text()
