@@ -6,9 +6,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import platform
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -18,12 +20,13 @@ import pytest
 import tomllib
 import wh
 from packaging.requirements import Requirement
+from packaging.utils import NormalizedName
 from wh.app.bundle import make_bundle
 from wh.app.hooks import TargetSpec
 from wh.app.loadcheck import BuiltAgainst, LoadReport, Unit, check, cuda_major
 from wh.app.loadscan import copy_records, read_many, record_wheelhouse
 from wh.app.prefetch import RECORDS, Prefetch
-from wh.env.platformlibs import for_target
+from wh.env.platformlibs import for_target, live, system_search_path
 from wh.install.backend import uv_binary
 from wh.model.loadkinds import Origin, ProblemKind, Provider
 from wh.model.loadoptions import LoadOptions
@@ -1645,6 +1648,97 @@ def test_the_platform_says_which_of_its_parts_provides_a_library() -> None:
     assert not any(
         p.on_platform for p in (Provider.SAME_WHEEL, Provider.OTHER_WHEEL, Provider.INSTALLED)
     )
+
+
+def test_the_loaders_system_search_path_is_read_from_its_help() -> None:
+    """``ld.so --help`` (glibc 2.33 and later) lists its search path; only the folders it
+    marks as the system search path count (LD_LIBRARY_PATH's are the run's, not the
+    target's), in its order."""
+    text = (
+        "Shared library search path:\n"
+        "  /opt/extra (LD_LIBRARY_PATH)\n"
+        "  (libraries located via /etc/ld.so.cache)\n"
+        "  /lib/x86_64-linux-gnu (system search path)\n"
+        "  /usr/lib/x86_64-linux-gnu (system search path)\n"
+        "  /lib (system search path)\n"
+        "  /usr/lib (system search path)\n"
+        "\n"
+        "Subdirectories of glibc-hwcaps directories, in priority order:\n"
+        "  x86-64-v3 (supported, searched)\n"
+    )
+    assert system_search_path(text) == [
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib",
+        "/usr/lib",
+    ]
+    assert system_search_path("Usage: ld.so [OPTION]... EXECUTABLE-FILE") == []
+
+
+@needs_gcc
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.machine() != "x86_64",
+    reason="the live loader of Linux on x86_64, whose libraries the case picks from",
+)
+def test_a_library_needed_by_its_file_name_is_found_where_the_loader_finds_it(
+    tmp_path: Path,
+) -> None:
+    """A member that needs a system library by its file name rather than its soname (as
+    numba's ``omppool`` needs ``libgomp.so.1.0.0``): the ldconfig cache has no entry of
+    that name, and the loader finds the file in its system search path. The live platform
+    finds it there too, the member really loads (dlopen, this machine's loader), and the
+    check meets the need; with the cache alone it would have refused it."""
+    import ctypes
+    import io
+
+    # asked of this machine's own loader and ldconfig, not of wh: a real library file in
+    # the loader's system search path whose name the ldconfig cache does not list
+    loader = Path("/lib64/ld-linux-x86-64.so.2")
+    if not loader.exists():
+        pytest.skip("no /lib64/ld-linux-x86-64.so.2 here")
+    helped = subprocess.run([str(loader), "--help"], capture_output=True, text=True)
+    folders = system_search_path(helped.stdout)
+    if not folders:
+        pytest.skip("this glibc's loader does not list its search path (glibc before 2.33)")
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    if not Path(ldconfig).exists():
+        pytest.skip("no ldconfig here")
+    listed = subprocess.run([ldconfig, "-p"], capture_output=True, text=True).stdout
+    cached_names = {line.strip().partition(" (")[0] for line in listed.splitlines()[1:]}
+    pick = next(
+        (
+            (p.name, str(p.parent))
+            for folder in folders
+            for p in sorted(Path(folder).glob("lib*.so.*"))
+            if re.fullmatch(r"lib[\w+-]+\.so\.\d+\.\d+(\.\d+)*", p.name)
+            and not p.is_symlink()
+            and p.name not in cached_names
+        ),
+        None,
+    )
+    if pick is None:
+        pytest.skip("no library file here that only the loader's search path names")
+    name, where = pick
+    found = live("linux", "x86_64")
+    cached = {n: w for n, w in found.items() if w.startswith("ldconfig: ")}
+    assert name not in cached
+    # linked against a stub of that file name without a soname: DT_NEEDED is the file name
+    # (no symbol of it is used, so the real library, not the stub, satisfies the load)
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    _gcc(stubs / name, "int stub_fn(void) { return 1; }\n")
+    data = _gcc(tmp_path / "uses.so", "int f(void) { return 1; }\n", "-L", str(stubs), f"-l:{name}")
+    binary = read_member("uses.so", len(data), lambda: io.BytesIO(data))
+    assert binary is not None and name in binary.needed, binary
+    ctypes.CDLL(str(tmp_path / "uses.so"))  # the loader finds it: no OSError
+    units = [Unit(NormalizedName("uses"), "1", Origin.LOCKED, Natives(("uses.so",), (binary,)))]
+    target = declared("manylinux_2_28_x86_64", "3.12")
+    report = check(units, for_target(target, found), {})
+    assert not report.problems, [p.render() for p in report.problems]
+    met = next(m for m in report.met if m.library == name)
+    assert met.source == Provider.SYSTEM and where in met.by, met
+    refused = check(units, for_target(target, cached), {})
+    assert [p.subject for p in refused.problems] == [name]
 
 
 # -- the hand-written ELF reader, against pyelftools ------------------------------------

@@ -265,7 +265,7 @@ def platform_for(target: Target, env: Environment | None) -> Platform:
     plat = for_target(target)
     if env is None:
         return plat
-    return for_target(target, live(plat.os))
+    return for_target(target, live(plat.os, plat.machine))
 
 
 def lock_check(
@@ -541,6 +541,8 @@ def why_libraries(
             units.append(Unit(p.name, p.version, Origin.PROTECTED, None))
     allow = _allowed(lock)
     plat = for_target(target)
-    report = check(units, for_target(target, live(plat.os)) if live_target else plat, allow)
+    report = check(
+        units, for_target(target, live(plat.os, plat.machine)) if live_target else plat, allow
+    )
     label = next((u.label for u in units if u.name == name), "")
     return report.needs_of(label)

@@ -1,6 +1,7 @@
 """What a target's platform gives the dynamic loader: manylinux policy libraries and symbol
 versions, the loader itself, the GPU driver, Windows system DLLs, the MSVC runtime, the
-interpreter, and on a live target what its loader can find (ldconfig cache, PATH).
+interpreter, and on a live target what its loader can find (the ldconfig cache and the
+loader's system search path, PATH).
 
 The facts are data (``wh/data/platform.json``, sources named in its ``about``);
 this module only reads them and answers questions about one target.
@@ -159,10 +160,31 @@ def for_target(target: Target, found: Mapping[str, str] | None = None) -> Platfo
     )
 
 
-def live(os_name: str) -> dict[str, str]:
-    """What this machine's loader finds by name: the ldconfig cache on Linux, the DLLs of
-    PATH's folders and System32 on Windows (names lowercased there). Empty when neither
-    can be read."""
+# glibc's dynamic loader of each machine, by the name ldconfig lists it under
+_LOADERS = {"x86_64": "ld-linux-x86-64.so.2", "aarch64": "ld-linux-aarch64.so.1"}
+_LOADERS["i686"] = "ld-linux.so.2"
+# where glibc's loader looks after its cache, where it cannot say (``--help`` came with
+# glibc 2.33): the multiarch folders (Debian, Ubuntu), the lib64 ones (Red Hat, SUSE) and
+# the plain ones, those that exist
+_TRIPLETS = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu", "i686": "i386-linux-gnu"}
+_USUAL_DIRS = ("/lib/{t}", "/usr/lib/{t}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
+_SEARCH_DIR = re.compile(r"^\s+(/.*?) \(system search path\)$", re.MULTILINE)
+_SHARED = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
+
+
+def system_search_path(help_text: str) -> list[str]:
+    """The folders that ``ld.so --help`` says the loader searches after its cache (its
+    "system search path"), in its order; none where the text does not say."""
+    return _SEARCH_DIR.findall(help_text)
+
+
+def live(os_name: str, machine: str = "") -> dict[str, str]:
+    """What this machine's loader finds by name: on Linux the ldconfig cache, then every
+    shared library file in the folders the loader searches after it (``ld.so --help``'s
+    system search path): a library needed by its file name rather than its soname, such
+    as ``libgomp.so.1.0.0``, is found there and nowhere in the cache. On Windows the DLLs
+    of PATH's folders and System32 (names lowercased there). Empty when none can be
+    read."""
     out: dict[str, str] = {}
     if os_name == "linux":
         for exe in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
@@ -177,6 +199,14 @@ def live(os_name: str) -> dict[str, str]:
                     if name:
                         out.setdefault(name, f"ldconfig: {path}")
                 break
+        for folder in _search_dirs(out, machine):
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for n in names:
+                if _SHARED.search(n):
+                    out.setdefault(n, f"the loader's search path: {folder}")
     elif os_name == "windows":
         folders = [*os.environ.get("PATH", "").split(os.pathsep)]
         root = os.environ.get("SYSTEMROOT")
@@ -191,3 +221,20 @@ def live(os_name: str) -> dict[str, str]:
                 if n.lower().endswith(".dll"):
                     out.setdefault(n.lower(), f"PATH: {folder}")
     return out
+
+
+def _search_dirs(cached: Mapping[str, str], machine: str) -> list[str]:
+    """The loader's system search path, asked of the loader that ldconfig lists for
+    ``machine``; else the usual folders of that machine that exist."""
+    loader = cached.get(_LOADERS.get(machine, ""), "").removeprefix("ldconfig: ")
+    if loader:
+        try:
+            done = proc.run([loader, "--help"], check=False, what="ld.so --help", timeout=20)
+            dirs = system_search_path(done.stdout) if done.returncode == 0 else []
+            if dirs:
+                return dirs
+        except Exception:  # an older loader, or none runnable here: the usual folders
+            pass
+    triplet = _TRIPLETS.get(machine, "")
+    usual = [d.format(t=triplet) for d in _USUAL_DIRS if triplet or "{t}" not in d]
+    return [d for d in usual if os.path.isdir(d)]
