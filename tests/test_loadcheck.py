@@ -36,6 +36,7 @@ from wh.model.target import declared
 from wh.wheel import natives as nat
 from wh.wheel.natives import Binary, Natives, read_member, wheel_natives
 
+from tests.elforacle import pyelftools_needs
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
 
@@ -1744,30 +1745,6 @@ def test_a_library_needed_by_its_file_name_is_found_where_the_loader_finds_it(
 # -- the hand-written ELF reader, against pyelftools ------------------------------------
 
 
-def _pyelftools_needs(data: bytes) -> tuple[str, tuple[str, ...], tuple[str, ...], str, set[Any]]:
-    """What pyelftools reads from a whole file: the oracle for ``read_member``."""
-    import io
-
-    from elftools.elf.dynamic import DynamicSection
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.gnuversions import GNUVerNeedSection
-
-    f = ELFFile(io.BytesIO(data))
-    dyn = next(s for s in f.iter_sections() if isinstance(s, DynamicSection))
-    tags = list(dyn.iter_tags())
-    needed = tuple(t.needed for t in tags if t.entry.d_tag == "DT_NEEDED")
-    runpath = tuple(p for t in tags if t.entry.d_tag == "DT_RUNPATH" for p in t.runpath.split(":"))
-    soname = next((t.soname for t in tags if t.entry.d_tag == "DT_SONAME"), "")
-    versions = {
-        (vn.name, aux.name)
-        for s in f.iter_sections()
-        if isinstance(s, GNUVerNeedSection)
-        for vn, auxes in s.iter_versions()
-        for aux in auxes
-    }
-    return str(f["e_machine"]).removeprefix("EM_").lower(), needed, runpath, soname, versions
-
-
 @needs_gcc
 @pytest.mark.parametrize("bits", [64, 32])
 def test_the_elf_reader_agrees_with_pyelftools_on_real_libraries(tmp_path: Path, bits: int) -> None:
@@ -1793,9 +1770,15 @@ def test_the_elf_reader_agrees_with_pyelftools_on_real_libraries(tmp_path: Path,
         pytest.skip(f"gcc could not build a {bits}-bit library: {exc.stderr}")
     b = read_member("f.so", len(data), lambda: __import__("io").BytesIO(data))
     assert b is not None and not b.problem, b
-    machine, needed, runpath, soname, versions = _pyelftools_needs(data)
-    assert (b.machine, b.needed, b.runpath, b.soname) == (machine, needed, runpath, soname)
-    assert set(b.versions) == versions
+    oracle = pyelftools_needs(data)
+    assert oracle is not None
+    assert (b.machine, b.needed, b.runpath, b.soname) == (
+        oracle.machine,
+        oracle.needed,
+        oracle.runpath,
+        oracle.soname,
+    )
+    assert set(b.versions) == oracle.versions
     assert "libg.so.1" in b.needed and b.soname == "libf.so.3"
     if bits == 64:
         assert ("libc.so.6", "GLIBC_2.25") in b.versions

@@ -96,3 +96,48 @@ def test_natives_read_from_blocks_near_each_range_equal_reading_forwards(
     forwards = [nat.read_member(m.path, m.size, m.open) for m in members]
     assert near == forwards
     assert sum(1 for b in near if b is not None and b.needed) > 100
+
+
+def test_the_elf_reader_agrees_with_pyelftools_on_every_real_library() -> None:
+    """Every ELF library member of up to 40 MB of the folder's wheels, read as a lock reads
+    it (streamed from the wheel, from block starts near its ranges where they are far),
+    gives what pyelftools reads from the whole inflated file: the needed libraries, rpath,
+    runpath, soname, machine and symbol-version needs."""
+    import zipfile
+
+    from wh.wheel import natives as nat
+
+    from tests.elforacle import pyelftools_needs
+
+    assert FOLDER is not None
+    checked = 0
+    wrong: list[str] = []
+    for w in sorted(FOLDER.glob("*.whl")):
+        if "-none-any" in w.name:
+            continue
+        members = {m.path: m for m in nat.wheel_members(w) if m.size <= 40 << 20}
+        if not members:
+            continue
+        with zipfile.ZipFile(w) as zf:
+            for info in zf.infolist():
+                m = members.get(nat.installed_path(info.filename))
+                if m is None:
+                    continue
+                data = zf.read(info)
+                if data[:4] != b"\x7fELF":
+                    continue
+                oracle = pyelftools_needs(data)
+                got = nat.read_member(m.path, m.size, m.open)
+                assert got is not None, m.path
+                checked += 1
+                want = (
+                    (oracle.machine, oracle.needed, oracle.rpath, oracle.runpath, oracle.soname)
+                    if oracle is not None
+                    else (got.machine, (), (), (), "")
+                )
+                have = (got.machine, got.needed, got.rpath, got.runpath, got.soname)
+                versions = oracle.versions if oracle is not None else frozenset()
+                if got.problem or have != want or set(got.versions) != versions:
+                    wrong.append(f"{w.name}: {m.path}: {got.problem or have} != {want}")
+    assert checked > 1000, "too few compiled members to say anything"
+    assert wrong == [], "\n".join(wrong[:20])
