@@ -1742,6 +1742,39 @@ def test_a_library_needed_by_its_file_name_is_found_where_the_loader_finds_it(
     assert [p.subject for p in refused.problems] == [name]
 
 
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.machine() != "x86_64",
+    reason="the live loader of Linux on x86_64",
+)
+def test_a_loader_that_cannot_list_its_search_path_is_searched_in_the_usual_folders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A loader older than glibc 2.33 answers ``--help`` without its search path: the live
+    platform then lists the usual folders of the machine that exist, which hold every
+    library file that this machine's loader lists as its own search path."""
+    from wh.env import platformlibs
+    from wh.proc.spawn import Completed
+
+    real = live("linux", "x86_64")
+    searched = {n for n, w in real.items() if w.startswith("the loader's search path: ")}
+    if not searched:
+        pytest.skip("this machine's loader does not list its search path")
+    run = platformlibs.proc.run
+    asked: list[str] = []
+
+    def old_loader(args: list[str], **kw: Any) -> Completed:
+        if args[1:] == ["--help"]:
+            asked.append(str(args[0]))
+            return Completed(tuple(map(str, args)), 0, "Usage: ld.so [OPTION]... PROGRAM\n", "")
+        return run(args, **kw)
+
+    monkeypatch.setattr(platformlibs.proc, "run", old_loader)
+    fallback = live("linux", "x86_64")
+    assert asked, "the loader was not asked"
+    assert searched <= set(fallback)
+    assert all(real[n] == fallback[n] for n in real if real[n].startswith("ldconfig: "))
+
+
 # -- the hand-written ELF reader, against pyelftools ------------------------------------
 
 

@@ -161,8 +161,11 @@ def for_target(target: Target, found: Mapping[str, str] | None = None) -> Platfo
 
 
 # glibc's dynamic loader of each machine, by the name ldconfig lists it under
-_LOADERS = {"x86_64": "ld-linux-x86-64.so.2", "aarch64": "ld-linux-aarch64.so.1"}
-_LOADERS["i686"] = "ld-linux.so.2"
+_LOADERS = {
+    "x86_64": "ld-linux-x86-64.so.2",
+    "aarch64": "ld-linux-aarch64.so.1",
+    "i686": "ld-linux.so.2",
+}
 # where glibc's loader looks after its cache, where it cannot say (``--help`` came with
 # glibc 2.33): the multiarch folders (Debian, Ubuntu), the lib64 ones (Red Hat, SUSE) and
 # the plain ones, those that exist
