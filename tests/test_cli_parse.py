@@ -74,3 +74,30 @@ def test_an_exact_short_option_is_matched_without_a_failed_long_option(
     opts = _parse(cmd, type(cmd).make_parser, argv)
     assert made == []
     assert isinstance(opts, tuple) and opts[0]["requirements"] == ["a", "b"]
+
+
+def test_an_interrupt_python_wraps_while_a_class_is_made_still_aborts() -> None:
+    """Ctrl-C (or wh's SIGTERM) landing while a module's class is created, in a field's
+    ``__set_name__``, reaches wh as a RuntimeError on Python 3.11: wh still aborts as for
+    any interrupt (exit status 1, "Aborted!"), not with a traceback."""
+    import click
+    from click.testing import CliRunner
+    from wh.cli.main import WhGroup
+
+    @click.group(cls=WhGroup)
+    def group() -> None:
+        pass
+
+    @group.command()
+    def importing() -> None:
+        class Field:
+            def __set_name__(self, owner: type, name: str) -> None:
+                raise KeyboardInterrupt("signal 15")
+
+        class Platform:  # made only for its fields' __set_name__
+            symbol_versions = Field()
+
+    result = CliRunner().invoke(group, ["importing"])
+    assert result.exit_code == 1, result.output
+    assert "Aborted!" in result.output
+    assert not isinstance(result.exception, RuntimeError)

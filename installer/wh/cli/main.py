@@ -56,6 +56,25 @@ class WhGroup(click.Group):
             else:
                 click.echo(exc.render(), err=True)
             ctx.exit(exc.exit_code)
+        except RuntimeError as exc:
+            # Python 3.11 wraps what a class's creation raises (``__set_name__``: a
+            # dataclass's fields, while a module is imported) in RuntimeError: Ctrl-C, or
+            # the SIGTERM that wh turns into one, landing there is still an interrupt
+            if _interrupted(exc):
+                raise KeyboardInterrupt(str(exc.__cause__ or exc)) from exc
+            raise
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` was caused, however indirectly, by a KeyboardInterrupt."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 @click.group(
