@@ -1651,6 +1651,33 @@ def test_the_platform_says_which_of_its_parts_provides_a_library() -> None:
     )
 
 
+def test_a_live_windows_target_finds_the_dlls_of_path_then_system32(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows' loader searches PATH's folders and System32: every DLL there by its name
+    lowercased (Windows names are case-insensitive), the first folder that has one
+    named; other files, and folders that cannot be listed, are passed over."""
+    import os
+
+    first, second, root = tmp_path / "a", tmp_path / "b", tmp_path / "Windows"
+    for folder, names in (
+        (first, ["Torch_CPU.DLL", "readme.txt"]),
+        (second, ["torch_cpu.dll", "c10.dll", "c10.dll.bak"]),
+        (root / "System32", ["KERNEL32.dll"]),
+    ):
+        folder.mkdir(parents=True)
+        for n in names:
+            (folder / n).write_bytes(b"")
+    path = os.pathsep.join([str(first), str(tmp_path / "missing"), str(second)])
+    monkeypatch.setenv("PATH", path)
+    monkeypatch.setenv("SYSTEMROOT", str(root))
+    assert live("windows") == {
+        "torch_cpu.dll": f"PATH: {first}",
+        "c10.dll": f"PATH: {second}",
+        "kernel32.dll": f"PATH: {root / 'System32'}",
+    }
+
+
 def test_the_loaders_system_search_path_is_read_from_its_help() -> None:
     """``ld.so --help`` (glibc 2.33 and later) lists its search path; only the folders it
     marks as the system search path count (LD_LIBRARY_PATH's are the run's, not the
