@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -173,6 +173,7 @@ _TRIPLETS = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu", "i686
 _USUAL_DIRS = ("/lib/{t}", "/usr/lib/{t}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 _SEARCH_DIR = re.compile(r"^\s+(/.*?) \(system search path\)$", re.MULTILINE)
 _SHARED = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
+_DLL = re.compile(r"\.dll\Z", re.IGNORECASE)
 
 
 def system_search_path(help_text: str) -> list[str]:
@@ -190,46 +191,56 @@ def live(os_name: str, machine: str = "") -> dict[str, str]:
     read."""
     out: dict[str, str] = {}
     if os_name == "linux":
-        for exe in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
-            try:
-                done = proc.run([exe, "-p"], check=False, what="ldconfig -p", timeout=20)
-            except Exception:  # absent or not runnable: try the next place
-                continue
-            if done.returncode == 0:
-                for line in done.stdout.splitlines()[1:]:
-                    name, _, where = line.strip().partition(" (")
-                    path = where.rpartition("=> ")[2]
-                    if name:
-                        out.setdefault(name, f"ldconfig: {path}")
-                break
-        for folder in _search_dirs(out, machine):
-            try:
-                names = os.listdir(folder)
-            except OSError:
-                continue
-            for n in names:
-                if _SHARED.search(n):
-                    out.setdefault(n, f"the loader's search path: {folder}")
+        cache = _ldconfig_cache()
+        out.update((name, f"ldconfig: {path}") for name, path in cache.items())
+        loader = cache.get(_LOADERS.get(machine, ""), "")
+        for name, folder in _files(_search_dirs(loader, machine), _SHARED):
+            out.setdefault(name, f"the loader's search path: {folder}")
     elif os_name == "windows":
         folders = [*os.environ.get("PATH", "").split(os.pathsep)]
         root = os.environ.get("SYSTEMROOT")
         if root:
             folders.append(os.path.join(root, "System32"))
-        for folder in folders:
-            try:
-                names = os.listdir(folder)
-            except OSError:
-                continue
-            for n in names:
-                if n.lower().endswith(".dll"):
-                    out.setdefault(n.lower(), f"PATH: {folder}")
+        for name, folder in _files(folders, _DLL):
+            out.setdefault(name.lower(), f"PATH: {folder}")
     return out
 
 
-def _search_dirs(cached: Mapping[str, str], machine: str) -> list[str]:
-    """The loader's system search path, asked of the loader that ldconfig lists for
-    ``machine``; else the usual folders of that machine that exist."""
-    loader = cached.get(_LOADERS.get(machine, ""), "").removeprefix("ldconfig: ")
+def _ldconfig_cache() -> dict[str, str]:
+    """``ldconfig -p``: each name the loader's cache holds, and the file it gives (the
+    first of each name); empty where no ldconfig runs."""
+    out: dict[str, str] = {}
+    for exe in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
+        try:
+            done = proc.run([exe, "-p"], check=False, what="ldconfig -p", timeout=20)
+        except Exception:  # absent or not runnable: try the next place
+            continue
+        if done.returncode == 0:
+            for line in done.stdout.splitlines()[1:]:
+                name, _, where = line.strip().partition(" (")
+                if name:
+                    out.setdefault(name, where.rpartition("=> ")[2])
+            break
+    return out
+
+
+def _files(folders: Iterable[str], pattern: re.Pattern[str]) -> Iterator[tuple[str, str]]:
+    """(name, folder) of each file in ``folders`` whose name ``pattern`` finds, folder by
+    folder; a folder that cannot be listed is passed over."""
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if pattern.search(name):
+                yield name, folder
+
+
+def _search_dirs(loader: str, machine: str) -> list[str]:
+    """The system search path of ``loader`` (the path ldconfig gives for ``machine``'s
+    loader; "" where it has none), asked of it; else the usual folders of ``machine`` that
+    exist."""
     if loader:
         try:
             done = proc.run([loader, "--help"], check=False, what="ld.so --help", timeout=20)
