@@ -50,6 +50,10 @@ needs_mingw = pytest.mark.skipif(
     reason="x86_64-w64-mingw32-gcc is not installed (Debian: apt-get install mingw-w64; "
     ".ci/run installs it): the PE cases build real .pyd/.dll files with it",
 )
+needs_linux_x86_64 = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.machine() != "x86_64",
+    reason="the live loader of Linux on x86_64, whose libraries the cases pick from",
+)
 LINUX = ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.12")
 WIN = ("--platform", "win_amd64", "--python-version", "3.12")
 
@@ -1704,10 +1708,7 @@ def test_the_loaders_system_search_path_is_read_from_its_help() -> None:
 
 
 @needs_gcc
-@pytest.mark.skipif(
-    not sys.platform.startswith("linux") or platform.machine() != "x86_64",
-    reason="the live loader of Linux on x86_64, whose libraries the case picks from",
-)
+@needs_linux_x86_64
 def test_a_library_needed_by_its_file_name_is_found_where_the_loader_finds_it(
     tmp_path: Path,
 ) -> None:
@@ -1769,10 +1770,7 @@ def test_a_library_needed_by_its_file_name_is_found_where_the_loader_finds_it(
     assert [p.subject for p in refused.problems] == [name]
 
 
-@pytest.mark.skipif(
-    not sys.platform.startswith("linux") or platform.machine() != "x86_64",
-    reason="the live loader of Linux on x86_64",
-)
+@needs_linux_x86_64
 def test_a_loader_that_cannot_list_its_search_path_is_searched_in_the_usual_folders(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
