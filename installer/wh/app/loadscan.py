@@ -282,10 +282,14 @@ def lock_check(
     ``prefetch``: natives already being read (see ``Prefetch``)."""
     if options.skip is not None:
         return None
-    key = _report_key(resolution, target, env, wheels, digests, records, options)
+    # a live target's loader is asked once: its finds key the result and decide it
+    plat = platform_for(target, env)
+    key = _report_key(resolution, target, env, wheels, digests, records, options, plat)
     report = _cached_report(key)
     if report is None:
-        report = _lock_check(resolution, target, env, wheels, digests, records, options, prefetch)
+        report = _lock_check(
+            resolution, target, env, wheels, digests, records, options, prefetch, plat
+        )
         if key:
             write_json(_report_path(key), {"key": key, "report": report.to_cache()})
     if report.problems:
@@ -327,11 +331,13 @@ def _report_key(
     digests: Mapping[Path, str],
     records: Mapping[str, BuildRecord],
     options: LoadOptions,
+    platform: Platform,
 ) -> str:
     """What decides the check's result, hashed: every unit's identity (a wheel by its
     sha256, an installed distribution by its RECORD's size and time), the target (a live
-    one with what its loader finds), the options and the check's own code and data. ""
-    where a wheel has no digest yet (nothing is cached then)."""
+    one with what its loader finds: ``platform``, ``platform_for``'s), the options and the
+    check's own code and data. "" where a wheel has no digest yet (nothing is cached
+    then)."""
     root = Path(wh.__file__).parent
     code: list[Any] = [_FORMAT, nat.LIMITS]
     for rel in (*_CHECK_CODE, "data/platform.json"):
@@ -382,7 +388,7 @@ def _report_key(
         [str(t) for t in target.tags],
     ]
     if env is not None:
-        plat.append(sorted(platform_for(target, env).found.items()))
+        plat.append(sorted(platform.found.items()))
     blob = json.dumps(
         [code, units, pins, outside, plat, sorted(options.allow_missing.items())],
         sort_keys=True,
@@ -412,6 +418,7 @@ def _lock_check(
     records: Mapping[str, BuildRecord],
     options: LoadOptions,
     prefetch: Prefetch | None,
+    platform: Platform,
 ) -> LoadReport:
     units: list[Unit] = []
     chosen_wheels, declared_pins = wheels_to_read(resolution, target, env, wheels)
@@ -446,7 +453,7 @@ def _lock_check(
         dist = env.dists[NormalizedName("torch")]
         origin = Origin.PROTECTED if "torch" in resolution.pins else Origin.OUTSIDE
         outside = Unit(NormalizedName("torch"), str(dist.version), origin, None)
-    return check(units, platform_for(target, env), options.allow_missing, outside)
+    return check(units, platform, options.allow_missing, outside)
 
 
 def lock_record(report: LoadReport | None, options: LoadOptions) -> LoadCheck:
