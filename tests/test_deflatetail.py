@@ -67,6 +67,21 @@ def test_a_block_start_found_near_a_target_reads_the_exact_tail(level: int) -> N
     assert len(agree) > len(a) // 4  # much of a tail does not reach back past its start
 
 
+def test_damaged_data_after_a_checked_start_is_reported_as_damage() -> None:
+    """Bytes that stop inflating past a checked start (a wheel damaged in transit) raise
+    ``Damaged``, which the reader turns into a refusal, not the inflater's own error."""
+    data = _binaryish(3 << 20, seed=11)
+    packed = _raw(data)
+    start = dt.find_start(_reader(packed), len(packed), len(data), len(data) - (200 << 10))
+    broken = bytearray(packed)
+    at = len(packed) - 60_000  # past the start: garbage between it and the end
+    broken[at : at + (16 << 10)] = random.Random(4).randbytes(16 << 10)
+    r = dt.TailReader(_reader(bytes(broken)), len(broken), start)
+    with pytest.raises(dt.Damaged, match="damaged deflate data"):
+        while r.read_pair(1 << 16)[0]:
+            pass
+
+
 def test_stored_blocks_are_found_in_incompressible_data() -> None:
     rnd = random.Random(7)
     data = rnd.randbytes(2 << 20)  # zlib emits stored blocks for what it cannot compress

@@ -903,6 +903,74 @@ def test_a_hostile_binary_is_refused_not_crashed(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr
 
 
+def _break_stream(wheel: Path, name: str, keep: int) -> None:
+    """Rewrite ``name``'s stored data as a deflate stream of its first ``keep`` bytes that
+    then holds a block of the reserved type 3, which every inflater rejects; its sizes in
+    the archive stay those of the whole member (a wheel damaged after it was built)."""
+    import struct
+    import zipfile
+    import zlib
+
+    with zipfile.ZipFile(wheel) as z:
+        infos = z.infolist()
+        contents = {i.filename: z.read(i) for i in infos}
+    c = zlib.compressobj(6, zlib.DEFLATED, -15)
+    broken = c.compress(contents[name][:keep]) + c.flush(zlib.Z_SYNC_FLUSH) + b"\x07"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for i in infos:
+            if i.filename == name:
+                stored = zipfile.ZipInfo(name, i.date_time)
+                z.writestr(stored, broken)  # stored as it is, patched to "deflated" below
+            else:
+                z.writestr(i, contents[i.filename], zipfile.ZIP_DEFLATED)
+    data = bytearray(wheel.read_bytes())
+    with zipfile.ZipFile(wheel) as z:
+        info = z.getinfo(name)
+    size = len(contents[name])
+    struct.pack_into("<H", data, info.header_offset + 8, 8)  # the local header: deflated
+    struct.pack_into("<I", data, info.header_offset + 22, size)
+    central = data.find(b"PK\x01\x02")  # its central directory entry, by its name
+    while data[central + 46 : central + 46 + len(name)] != name.encode():
+        central = data.find(b"PK\x01\x02", central + 4)
+    struct.pack_into("<H", data, central + 10, 8)  # the central directory: the same
+    struct.pack_into("<I", data, central + 24, size)
+    wheel.write_bytes(bytes(data))
+
+
+@needs_gcc
+@pytest.mark.parametrize("big", [False, True], ids=["inflated-whole", "streamed"])
+def test_a_member_whose_deflate_data_is_damaged_is_refused_not_crashed(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch, big: bool
+) -> None:
+    """A library member whose compressed bytes were damaged (a lock does not check the
+    members' CRCs) stops inflating after its first KiB. The helper, then the lock's own
+    reader, used to end on the inflater's error with a traceback; the lock is now
+    refused, naming the member, and nothing is written."""
+    house = tmp_path / "wh"
+    if big:
+        build = tmp_path / "build"
+        build.mkdir()
+        monkeypatch.chdir(build)  # .incbin finds its file from the assembler's directory
+        lib = _big_library(build)
+    else:
+        lib = elf["newglibc.so"]
+    wheel = make_wheel(
+        house,
+        "sglang-kernel",
+        "0.4.3",
+        tag="cp310-abi3-manylinux2014_x86_64",
+        files={"sgl_kernel/__init__.py": b"", "sgl_kernel/ops.abi3.so": lib},
+    )
+    _break_stream(wheel, "sgl_kernel/ops.abi3.so", 1024)
+    r = _lock(tmp_path, *LINUX)
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert "sgl_kernel/ops.abi3.so cannot be read: truncated or damaged (damaged deflate data" in (
+        r.stderr
+    )
+    assert "Traceback" not in r.stderr and "helper" not in r.stderr
+    assert not (tmp_path / "pylock.toml").exists()
+
+
 def test_reading_keeps_memory_bounded_and_needs_no_whole_member(tmp_path: Path) -> None:
     """A library member is streamed: only the prefix and the dynamic segment are kept."""
     n = wheel_natives(make_wheel(tmp_path, "x", "1", files={"x/lib.so": b"not elf at all"}))

@@ -96,6 +96,11 @@ class WindowDependent(Exception):
     """A byte the caller keeps depends on the 32 KiB before the block that was not read."""
 
 
+class Damaged(ValueError):
+    """The compressed data stops inflating (the inflater's error) after a checked start:
+    the member's bytes are damaged, not the start false."""
+
+
 def dynamic_candidates(window: bytes) -> list[int]:
     """Bit offsets in ``window`` where a dynamic-Huffman block header could start: block
     type 2, at most 286 literal/length and 30 distance codes, and code lengths of the
@@ -689,12 +694,15 @@ class TailReader(io.RawIOBase):
                     self._done = True
                     yield last, (self._b.flush() if self._b is not None else last)
                     return
-            piece_a = self._a.decompress(self._tail, n - got)
-            if self._b is not None:
-                piece_b = self._b.decompress(self._tail, n - got)
-                self._agree(piece_a, piece_b)
-            else:
+            try:
+                piece_a = self._a.decompress(self._tail, n - got)
                 piece_b = piece_a
+                if self._b is not None:
+                    piece_b = self._b.decompress(self._tail, n - got)
+            except self._error as exc:
+                raise Damaged(f"damaged deflate data: {exc}") from exc
+            if self._b is not None:
+                self._agree(piece_a, piece_b)
             self._tail = self._a.unconsumed_tail
             got += len(piece_a)
             if self._a.eof:
@@ -759,7 +767,7 @@ class TailReader(io.RawIOBase):
                         # what differed is gone and no later byte can differ: one buffer
                         # stands for both (what is compared is then compared with itself)
                         buf_b = buf_a
-        except self._error:
+        except Damaged:  # a false start, or damaged data: no start either way
             return None
         total = base + len(buf_a)
         if not self._a.eof or len(self._a.unused_data) + sum(map(len, self._feed)) > 1:

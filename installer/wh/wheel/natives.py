@@ -457,7 +457,7 @@ def _read_refusing(
         return read(member, size, stream)
     except _Unreadable as exc:
         return Binary(member, kind, problem=str(exc))
-    except (_Missing, zipfile.BadZipFile, OSError, EOFError) as exc:
+    except (_Missing, zipfile.BadZipFile, deflatetail.Damaged, OSError, EOFError) as exc:
         return Binary(member, kind, problem=f"truncated or damaged ({exc})")
     except Exception as exc:  # pefile raises many kinds on hostile input
         why = f"not a readable {kind.upper()} file ({type(exc).__name__}: {exc})"
@@ -802,6 +802,7 @@ try:  # ISA-L inflates about twice as fast as zlib (docs/performance.md: ISA-L);
     from isal import isal_zlib as _inflate_lib
 except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback
     import zlib as _inflate_lib  # type: ignore[no-redef]
+_INFLATE_ERROR = cast("type[Exception]", _inflate_lib.error)  # bytes that stop inflating
 
 try:  # libdeflate inflates a whole member ~1.4x as fast as ISA-L streams it; no streaming
     from deflate import DeflateError as _WholeError
@@ -917,7 +918,10 @@ class _Inflater(io.RawIOBase):
                 piece, self._tail = self._tail[: n - got], self._tail[n - got :]
             else:
                 # with all input read, the inflater may still hold output (ISA-L does)
-                piece = self._z.decompress(self._tail, n - got)
+                try:
+                    piece = self._z.decompress(self._tail, n - got)
+                except _INFLATE_ERROR as exc:  # the member's stored bytes are damaged
+                    raise zipfile.BadZipFile(f"damaged deflate data: {exc}") from exc
                 self._tail = self._z.unconsumed_tail
             if not piece and not self._tail and self._left <= 0:
                 break
