@@ -971,6 +971,67 @@ def test_a_member_whose_deflate_data_is_damaged_is_refused_not_crashed(
     assert not (tmp_path / "pylock.toml").exists()
 
 
+def _patch_member(wheel: Path, name: str, *, flags: int = 0, method: int = -1) -> None:
+    """Set ``name``'s general-purpose flags (or'ed) or compression method in both of its
+    headers, in place: a member stored in a form wheels do not use."""
+    import struct
+
+    data = bytearray(wheel.read_bytes())
+    central = data.find(b"PK\x01\x02")
+    while data[central + 46 : central + 46 + len(name)] != name.encode():
+        central = data.find(b"PK\x01\x02", central + 4)
+    local = struct.unpack_from("<I", data, central + 42)[0]
+    for at in (central + 8, local + 6):
+        struct.pack_into("<H", data, at, struct.unpack_from("<H", data, at)[0] | flags)
+        if method >= 0:
+            struct.pack_into("<H", data, at + 2, method)
+    wheel.write_bytes(bytes(data))
+
+
+@needs_gcc
+@pytest.mark.parametrize(
+    ("flags", "method", "why"),
+    [
+        (0x1, -1, "is encrypted"),
+        (0, 99, "compression method is not supported"),
+        (0x20, -1, "compressed patched data"),
+    ],
+    ids=["encrypted", "method-99", "patched-data"],
+)
+def test_a_member_stored_in_a_form_wheels_do_not_use_is_refused_not_crashed(
+    tmp_path: Path, elf: dict[str, bytes], flags: int, method: int, why: str
+) -> None:
+    """zipfile reads such a member for wh and raises on it (RuntimeError,
+    NotImplementedError), which used to end the lock with a traceback."""
+    wheel = make_wheel(
+        tmp_path / "wh",
+        "sglang-kernel",
+        "0.4.3",
+        tag="cp310-abi3-manylinux2014_x86_64",
+        files={"sgl_kernel/__init__.py": b"", "sgl_kernel/ops.abi3.so": elf["newglibc.so"]},
+    )
+    _patch_member(wheel, "sgl_kernel/ops.abi3.so", flags=flags, method=method)
+    r = _lock(tmp_path, *LINUX)
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert "sgl_kernel/ops.abi3.so cannot be read: stored in a form wh cannot read (" in r.stderr
+    assert why in r.stderr
+    assert "Traceback" not in r.stderr and "helper" not in r.stderr
+
+
+def test_a_nameless_entry_in_an_archive_zipfile_lists_is_passed_over(tmp_path: Path) -> None:
+    """An archive wh's own directory reader leaves to zipfile (a name that is not ASCII),
+    with an entry whose name is empty: zipfile's ``is_dir`` used to raise IndexError."""
+    import zipfile
+
+    from wh.wheel.natives import wheel_members
+
+    path = tmp_path / "x-1-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(zipfile.ZipInfo(""), b"x")
+        z.writestr("x/\u00e9.so", b"\x7fELF")
+    assert [m.path for m in wheel_members(path)] == ["x/\u00e9.so"]
+
+
 def test_reading_keeps_memory_bounded_and_needs_no_whole_member(tmp_path: Path) -> None:
     """A library member is streamed: only the prefix and the dynamic segment are kept."""
     n = wheel_natives(make_wheel(tmp_path, "x", "1", files={"x/lib.so": b"not elf at all"}))

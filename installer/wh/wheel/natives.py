@@ -778,6 +778,10 @@ def read_member(member: str, size: int, open_member: Callable[[], IO[bytes]]) ->
             whole = getattr(f, "whole", None) if 0 < size <= WHOLE else None
             data = whole(size) if whole is not None else None
             magic = data[:4] if data is not None else f.read(4)
+    except Unsupported as exc:
+        return Binary(
+            member, BinaryFormat.UNKNOWN, problem=f"stored in a form wh cannot read ({exc})"
+        )
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         return Binary(member, BinaryFormat.UNKNOWN, problem=f"truncated or damaged ({exc})")
     if data is not None:
@@ -1043,16 +1047,21 @@ def wheel_members(path: Path) -> list[Member]:
             key = (method, e[3], packed, size)
             out.append(Member(installed_path(name), size, opener, key, raw))
         return out
-    with zipfile.ZipFile(path) as zf:
-        for info in zf.infolist():
-            if not info.is_dir() and is_library_name(info.filename):
-                out.append(
-                    Member(
-                        installed_path(info.filename),
-                        info.file_size,
-                        _zip_opener(path, info.filename),
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if info.filename and not info.is_dir() and is_library_name(info.filename):
+                    out.append(
+                        Member(
+                            installed_path(info.filename),
+                            info.file_size,
+                            _zip_opener(path, info.filename),
+                        )
                     )
-                )
+    except (zipfile.BadZipFile, OSError):
+        raise
+    except Exception as exc:  # zipfile's own errors on a hostile directory (a bad name...)
+        raise zipfile.BadZipFile(f"{type(exc).__name__}: {exc}") from exc
     return out
 
 
@@ -1063,18 +1072,40 @@ def _zip_opener(path: Path, name: str) -> Callable[[], IO[bytes]]:
     return opener
 
 
+class Unsupported(zipfile.BadZipFile):
+    """A member stored in a form a wheel does not use and ``zipfile`` does not read
+    (encrypted, an unknown compression method, patched data)."""
+
+
 class _ZipMember(io.RawIOBase):
-    """A member ``zipfile`` streams (zip64, encrypted flags...), closed with its archive."""
+    """A member ``zipfile`` streams (zip64, bzip2, unusual flags...), closed with its
+    archive. What ``zipfile`` raises on the member's bytes is ``BadZipFile`` here, or
+    ``Unsupported`` for a form it cannot read."""
 
     def __init__(self, path: Path, name: str) -> None:
         self._zf = zipfile.ZipFile(path)
-        self._m = self._zf.open(name)
+        try:
+            self._m = self._zf.open(name)
+        except (RuntimeError, NotImplementedError) as exc:  # encrypted, method, flags
+            self._zf.close()
+            raise Unsupported(str(exc)) from exc
+        except (zipfile.BadZipFile, OSError):
+            self._zf.close()
+            raise
+        except Exception as exc:  # a header zipfile cannot parse (a name, an extra field)
+            self._zf.close()
+            raise zipfile.BadZipFile(f"{type(exc).__name__}: {exc}") from exc
 
     def readable(self) -> bool:
         return True
 
     def read(self, n: int | None = -1) -> bytes:
-        return self._m.read(-1 if n is None else n)
+        try:
+            return self._m.read(-1 if n is None else n)
+        except (zipfile.BadZipFile, OSError, EOFError):
+            raise
+        except Exception as exc:  # the inflater's error (zlib, bz2, lzma) on its bytes
+            raise zipfile.BadZipFile(f"{type(exc).__name__}: {exc}") from exc
 
     def close(self) -> None:
         self._m.close()
