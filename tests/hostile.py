@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,6 +231,97 @@ def record_md5(d: Path) -> Path:
     return write_zip(d / "evil-1.0-py3-none-any.whl", ms)
 
 
+def _rewrite_member(path: Path, name: str, patch: Callable[[bytearray, int, int], None]) -> Path:
+    """Patch ``name``'s stored bytes in place: ``patch(data, start, end)`` sees the whole
+    archive and where the member's compressed data lies; its central directory entry is
+    at ``data.find(b"PK\\x01\\x02" ...)`` for patches of the headers."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(name)
+    off = info.header_offset
+    n, e = (
+        int.from_bytes(data[off + 26 : off + 28], "little"),
+        int.from_bytes(data[off + 28 : off + 30], "little"),
+    )
+    start = off + 30 + n + e
+    patch(data, start, start + info.compress_size)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _break(data: bytearray, start: int, end: int) -> None:
+    """The member's deflate data replaced, at the same length, by a stream of the first
+    half of its bytes that then holds a block of the reserved type 3, which every
+    inflater rejects (its sizes and CRC in the headers stay those of the whole member)."""
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    head = zlib.decompressobj(-15).decompress(bytes(data[start:end]))
+    broken = c.compress(head[: len(head) // 2]) + c.flush(zlib.Z_SYNC_FLUSH) + b"\x07"
+    assert len(broken) <= end - start, "the member compresses too well to break in place"
+    data[start:end] = broken + bytes(end - start - len(broken))
+
+
+def _central(data: bytearray, name: str) -> int:
+    at = data.find(b"PK\x01\x02")
+    while data[at + 46 : at + 46 + len(name)] != name.encode():
+        at = data.find(b"PK\x01\x02", at + 4)
+    return at
+
+
+def metadata_damaged(d: Path) -> Path:
+    """METADATA's compressed bytes damaged in transit (its size and CRC as before)."""
+    di = "evil-1.0.dist-info"
+    meta = metadata_text("evil", "1.0") + "".join(f"Classifier: c{i}\n" for i in range(60))
+    ms = [m if not m[0].endswith("METADATA") else (m[0], meta.encode(), m[2]) for m in members()]
+    path = write_zip(d / "evil-1.0-py3-none-any.whl", with_record(ms, di))
+    return _rewrite_member(path, f"{di}/METADATA", _break)
+
+
+def member_damaged(d: Path) -> Path:
+    """A module's compressed bytes damaged: only reading it (to hash it) finds out."""
+    body = {"evil/__init__.py": b"".join(b"x%d = %d\n" % (i, i * 7) for i in range(400))}
+    path = _std(d, members(files=body))
+    return _rewrite_member(path, "evil/__init__.py", _break)
+
+
+def metadata_encrypted(d: Path) -> Path:
+    """METADATA flagged as encrypted, which wheels never are."""
+    path = _std(d, members())
+
+    def flag(data: bytearray, start: int, end: int) -> None:
+        name = "evil-1.0.dist-info/METADATA"
+        at = _central(data, name)
+        data[at + 8] |= 1
+        local = int.from_bytes(data[at + 42 : at + 46], "little")
+        data[local + 6] |= 1
+
+    return _rewrite_member(path, "evil-1.0.dist-info/METADATA", flag)
+
+
+def record_not_csv(d: Path) -> Path:
+    """A RECORD row with a carriage return inside an unquoted field (and a quote, so the
+    csv reader, not the plain-line one, reads it)."""
+    di = "evil-1.0.dist-info"
+    return write_zip(
+        d / "evil-1.0-py3-none-any.whl",
+        with_record(members(), di, extra_rows=['evil/a"b\rc.py,,']),
+    )
+
+
+def zip_version(d: Path) -> Path:
+    """A member that needs "zip version 25.5" to extract, more than any zip tool knows, in
+    an archive with a name that is not ASCII (so ``zipfile``, not wh's own directory
+    reader, reads it, and raises NotImplementedError on opening it)."""
+    path = _std(d, members(files={"evil/__init__.py": b"x = 1\n", "evil/caf\u00e9.py": b""}))
+
+    def version(data: bytearray, start: int, end: int) -> None:
+        at = _central(data, "evil/__init__.py")
+        data[at + 6] = 255
+        local = int.from_bytes(data[at + 42 : at + 46], "little")
+        data[local + 4] = 255
+
+    return _rewrite_member(path, "evil/__init__.py", version)
+
+
 @dataclass(frozen=True)
 class Case:
     make: Callable[[Path], Path]
@@ -262,6 +354,10 @@ CASES: dict[str, Case] = {
     "unlisted_file": Case(unlisted_file, "'evil/sneaky.py' is not listed in RECORD", True),
     "record_escape": Case(record_escape, "points outside the environment", True),
     "record_md5": Case(record_md5, "sha256 or stronger is required", True),
+    "metadata_damaged": Case(metadata_damaged, "METADATA: damaged deflate data", False),
+    "metadata_encrypted": Case(metadata_encrypted, "METADATA is encrypted", False),
+    "record_not_csv": Case(record_not_csv, "RECORD is not CSV", True),
+    "zip_version": Case(zip_version, "zip file version 25.5", False),
 }
 
 

@@ -66,6 +66,24 @@ def test_unreadable_wheel_is_excluded_by_the_scan(env: Env, case: str) -> None:
     env.unchanged()
 
 
+def test_a_member_whose_deflate_data_is_damaged_fails_in_the_backend_and_is_undone(
+    env: Env, tmp_path: Path
+) -> None:
+    """Before an install wh checks structure only (the backend inflates every member
+    anyway, see validate's docstring): the backend's error on the damaged member is shown
+    and the environment is as it was."""
+    from tests.hostile import member_damaged
+
+    house = tmp_path / "house"
+    member_damaged(house)
+    done = env.wh("install", "-r", "evil", "--lockfile", "damaged.toml", house=house)
+    assert done.returncode == 7, done.stderr
+    assert "evil-1.0-py3-none-any.whl" in done.stderr
+    assert "invalid block type" in done.stderr
+    assert "the environment was restored to its state before" in done.stderr
+    env.unchanged()
+
+
 def scan_reasons(house: Path) -> str:
     """What `wh scan` says of the excluded files (the same words a conflict must use)."""
     return wh("scan", "--wheelhouse", house, cwd=house).stdout

@@ -8,6 +8,7 @@ import io
 import random
 from pathlib import Path
 
+import pytest
 from wh.wheel import record
 from wh.wheel.wheelfile import zip_index
 
@@ -35,8 +36,9 @@ def test_rows_read_as_csv_does() -> None:
             want = type(exc)
         try:
             got: object = record.rows(text)
-        except csv.Error as exc:
-            got = type(exc)
+        except record.RecordError as exc:  # csv's refusal, as a ValueError of wh's
+            assert isinstance(exc.__cause__, csv.Error)
+            got = csv.Error
         assert got == want, repr(text)
 
 
@@ -81,3 +83,17 @@ def test_an_installed_record_is_read_as_utf8_with_backslashes_as_slashes(tmp_pat
     rows = record.installed(di)
     assert rows is not None
     assert record.installed_paths(rows) == ["x/café.py", "bad\ufffd.py"]
+
+
+def test_a_record_that_is_not_csv_is_refused_by_its_readers(tmp_path: Path) -> None:
+    """A carriage return inside an unquoted field: csv refuses it. A wheel's RECORD is a
+    problem of the wheel (``RecordError``, see tests/hostile.py ``record_not_csv``); an
+    installed one reads as no RECORD, as one that cannot be read does, where before the
+    csv module's own error escaped (a crash of whatever planned around it)."""
+    text = 'x/a.py,sha256=a,1\nx/a"b\rc.py,,\n'
+    with pytest.raises(record.RecordError, match="not CSV: new-line character seen"):
+        record.rows(text)
+    di = tmp_path / "x-1.dist-info"
+    di.mkdir()
+    (di / "RECORD").write_text(text, newline="")
+    assert record.installed(di) is None

@@ -114,3 +114,16 @@ def test_the_index_and_its_reader_match_zipfile(tmp_path: Path) -> None:
     broken.write_bytes(wheel.read_bytes()[:-30])
     index, found = checked_index(broken)
     assert index is None and any("not a valid zip" in p for p in found)
+
+
+def test_a_member_whose_deflate_data_is_damaged_is_named(tmp_path: Path) -> None:
+    """Inflating the module to hash it fails (zlib's error, which used to escape
+    ``problems``); the check names the member and the cause, with the other problems."""
+    from tests.hostile import member_damaged
+
+    found = problems(member_damaged(tmp_path))
+    assert found == [
+        "'evil/__init__.py' cannot be read: damaged deflate data "
+        "(Error -3 while decompressing data: invalid block type)"
+    ]
+    assert problems(member_damaged(tmp_path), contents=False) == []  # the bytes are not read

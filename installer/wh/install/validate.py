@@ -32,6 +32,7 @@ import hashlib
 import os
 import stat
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -103,7 +104,9 @@ def problems(path: Path, limits: Limits = LIMITS, *, contents: bool = True) -> l
         out.append(str(exc))
     except zipfile.BadZipFile as exc:
         out.append(f"not a valid zip file, or truncated ({exc})")
-    except (OSError, EOFError, ValueError, NotImplementedError) as exc:
+    except NotImplementedError as exc:  # "zip file version 25.5": a feature zipfile lacks
+        out.append(f"uses a zip feature wheels do not use ({exc})")
+    except (OSError, EOFError, ValueError) as exc:
         out.append(f"cannot read the zip ({type(exc).__name__}: {exc})")
     return out
 
@@ -123,7 +126,9 @@ def checked_index(path: Path, limits: Limits = LIMITS) -> tuple[ZipIndex | None,
         return None, [str(exc)]
     except zipfile.BadZipFile as exc:
         return None, [f"not a valid zip file, or truncated ({exc})"]
-    except (OSError, EOFError, ValueError, NotImplementedError) as exc:
+    except NotImplementedError as exc:
+        return None, [f"uses a zip feature wheels do not use ({exc})"]
+    except (OSError, EOFError, ValueError) as exc:
         return None, [f"cannot read the zip ({type(exc).__name__}: {exc})"]
 
 
@@ -311,10 +316,17 @@ def _record(
             continue
         h = hashlib.new(algo)
         actual = 0
-        with contents.open(path) as f:
-            while chunk := f.read(_CHUNK):
-                actual += len(chunk)
-                h.update(chunk)
+        try:
+            with contents.open(path) as f:
+                while chunk := f.read(_CHUNK):
+                    actual += len(chunk)
+                    h.update(chunk)
+        except zlib.error as exc:
+            out.append(f"{path!r} cannot be read: damaged deflate data ({exc})")
+            continue
+        except (zipfile.BadZipFile, EOFError, RuntimeError, NotImplementedError) as exc:
+            out.append(f"{path!r} cannot be read ({exc})")
+            continue
         got = base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode()
         if got != want.rstrip("="):
             out.append(f"RECORD hash mismatch for {path!r}")

@@ -9,14 +9,22 @@ import io
 from pathlib import Path
 
 
+class RecordError(ValueError):
+    """A RECORD that is not CSV (``csv.reader`` refuses it: a carriage return or quote
+    where a field cannot hold one)."""
+
+
 def rows(text: str) -> list[list[str]]:
-    """A RECORD's rows, as ``csv.reader`` reads them.
+    """A RECORD's rows, as ``csv.reader`` reads them; ``RecordError`` where it refuses them.
 
     A RECORD with no quote, carriage return or NUL has only plain ``path,hash,size`` lines,
     which ``str.split`` reads exactly as csv does, several times faster (a torch wheel has
     20,000 rows); anything else goes through csv."""
     if '"' in text or "\r" in text or "\x00" in text:
-        return list(csv.reader(io.StringIO(text)))
+        try:
+            return list(csv.reader(io.StringIO(text)))
+        except csv.Error as exc:
+            raise RecordError(f"not CSV: {exc}") from exc
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
@@ -47,13 +55,12 @@ def entries(record: list[list[str]]) -> dict[str, tuple[str, str]]:
 
 
 def installed(dist_info: Path) -> list[list[str]] | None:
-    """The rows of an installed distribution's ``RECORD``; None where it has none (or it
-    cannot be read: conda and Debian packages ship a dist-info without one)."""
+    """The rows of an installed distribution's ``RECORD``; None where it has none (conda and
+    Debian packages ship a dist-info without one) or it cannot be read or parsed."""
     try:
-        data = (dist_info / "RECORD").read_bytes()
-    except OSError:
+        return decode((dist_info / "RECORD").read_bytes())
+    except (OSError, RecordError):
         return None
-    return decode(data)
 
 
 def installed_paths(record: list[list[str]]) -> list[str]:

@@ -66,8 +66,15 @@ def read_bounded(zf: zipfile.ZipFile, name: str, limits: ReadLimits = READ_LIMIT
     why = member_problem(name, info.file_size, info.compress_size, limits)
     if why:
         raise WheelProblem(why)
-    with zf.open(info) as f:
-        data = f.read(limits.max_bytes + 1)
+    if info.flag_bits & 0x1:
+        raise WheelProblem(f"{name} is encrypted (a wheel's members never are)")
+    try:
+        with zf.open(info) as f:
+            data = f.read(limits.max_bytes + 1)
+    except zlib.error as exc:  # the member's compressed bytes are damaged
+        raise zipfile.BadZipFile(f"{name}: damaged deflate data ({exc})") from exc
+    except NotImplementedError as exc:  # a compression method or flag zipfile lacks
+        raise WheelProblem(f"{name} is stored in a form wheels do not use ({exc})") from exc
     if len(data) > limits.max_bytes:
         raise WheelProblem(f"{name} expands past the limit of {limits.max_bytes} bytes (zip bomb?)")
     return data
@@ -203,7 +210,10 @@ class ZipIndex:
     def rows(self, member: str) -> list[list[str]]:
         """The member read as a RECORD (``record.rows``), parsed once."""
         if member not in self._rows:
-            self._rows[member] = record.decode(self.read(member))
+            try:
+                self._rows[member] = record.decode(self.read(member))
+            except record.RecordError as exc:
+                raise WheelProblem(f"{member} is {exc}") from exc
         return self._rows[member]
 
 
@@ -230,8 +240,11 @@ def zip_index(path: Path) -> ZipIndex:
     fast = _fast_index(path)
     if fast is None:
         quick: Callable[[str], bytes | None] = _unvouched
-        with zipfile.ZipFile(path) as zf:
-            return ZipIndex.of_infos(zf.infolist(), read)
+        try:
+            with zipfile.ZipFile(path) as zf:
+                return ZipIndex.of_infos(zf.infolist(), read)
+        except NotImplementedError as exc:  # "zip file version 17.3": a feature zipfile lacks
+            raise WheelProblem(f"uses a zip feature wheels do not use ({exc})") from exc
     names, entries, quick = fast
     sizes = [e[5] for e in entries]
     packed = [e[4] for e in entries]
@@ -257,6 +270,8 @@ def read_meta(path: Path) -> WheelMeta:
         raise WheelProblem(f"not a valid zip file ({exc})") from exc
     except (OSError, EOFError) as exc:
         raise WheelProblem(f"cannot read the zip ({exc})") from exc
+    except NotImplementedError as exc:  # a zip feature ("zip file version 17.3") zipfile lacks
+        raise WheelProblem(f"uses a zip feature wheels do not use ({exc})") from exc
     msg = HeaderParser().parsestr(_headers_only(raw.decode("utf-8", errors="replace")))
     meta_name = msg.get("Name")
     meta_version = msg.get("Version")
