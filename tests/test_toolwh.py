@@ -295,6 +295,42 @@ def test_a_malformed_tool_table_is_refused_with_the_lock_named() -> None:
         lockmod.parse(broken, path, url_wheels=URL_WHEELS)
 
 
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (("required-by", 3), "expected an array, found 3"),
+        (("required-by", [["profile"]]), "not enough values to unpack"),
+        (("extras", [1]), "expected a name, found 1"),
+        (("protected", "yes"), "expected true or false, found 'yes'"),
+        (("dependencies", [{"nom": "torch"}]), "KeyError: 'name'"),
+    ],
+    ids=["required-by", "edge", "extras", "protected", "dependency"],
+)
+def test_a_malformed_package_table_is_refused_with_the_lock_and_package_named(
+    edit: tuple[str, object], problem: str
+) -> None:
+    """A lock whose digest was recomputed after an edit (a digest is no signature): what
+    PEP 751 leaves free in a package (its [tool.wh], its dependencies' names) used to
+    raise Python's own error from the parser, found by mutating the golden locks."""
+    path = Path("lockfiles/pylock.toml")
+    doc = tomllib.loads(expected("ocr-win").decode())
+    key, value = edit
+    pkg = doc["packages"][0]
+    if key == "dependencies":
+        pkg["dependencies"] = value
+    else:
+        pkg["tool"]["wh"][key] = value
+    data = _blank_digest(tomli_w.dumps(doc).encode())
+    digest = hashlib.sha256(data).hexdigest()
+    data = data.replace(b'digest = "sha256:"', f'digest = "sha256:{digest}"'.encode(), 1)
+    with pytest.raises(LockFormatError) as caught:
+        lockmod.parse(data, path)
+    assert caught.value.message.startswith(
+        f"{path}: [tool.wh] is malformed (package {pkg['name']}: "
+    )
+    assert problem in caught.value.message
+
+
 def test_a_lock_written_for_a_live_target_reads_back_to_its_bytes(
     tmp_path: Path, new_venv: Callable[..., Path]
 ) -> None:

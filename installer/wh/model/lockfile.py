@@ -280,7 +280,9 @@ def parse(
         pylock = Pylock.from_dict(doc)
     except PylockValidationError as exc:
         raise LockSyntaxError(path, str(exc), pep751=True) from exc
-    raw_tool = dict((pylock.tool or {}).get("wh", {}))
+    raw_tool = (pylock.tool or {}).get("wh", {})
+    if not isinstance(raw_tool, dict):
+        raise LockFormatError(path, "?", FORMAT, "[tool.wh] is not a table")
     fmt = raw_tool.get("format", 1)
     if not isinstance(fmt, int) or isinstance(fmt, bool) or not 1 <= fmt <= FORMAT:
         raise LockFormatError(path, str(fmt), FORMAT)
@@ -305,20 +307,26 @@ def parse(
             raise LockEntryError(path, pkg.name, "no-sha256", found=weak)
         if w.size is None:
             raise LockEntryError(path, pkg.name, "no-size")
-        ptool = dict((pkg.tool or {}).get("wh", {}))
-        packages[pkg.name] = LockedPackage(
-            name=pkg.name,
-            version=pkg.version or Version("0"),
-            wheel=where,
-            filename=w.name or Path(wpath).name,
-            size=w.size,
-            sha256=w.hashes["sha256"],
-            dependencies=tuple(canonicalize_name(d["name"]) for d in pkg.dependencies or []),
-            required_by=tuple(RequiredBy.from_toml(rb) for rb in ptool.get("required-by", [])),
-            protected=bool(ptool.get("protected", False)),
-            extras=tuple(canonicalize_name(e) for e in ptool.get("extras", [])),
-            url=str(w.url) if w.path is None and w.url else None,
-        )
+        try:  # what PEP 751 leaves free: a package's [tool.wh] and its dependencies' names
+            ptool = dict((pkg.tool or {}).get("wh", {}))
+            packages[pkg.name] = LockedPackage(
+                name=pkg.name,
+                version=pkg.version or Version("0"),
+                wheel=where,
+                filename=w.name or Path(wpath).name,
+                size=w.size,
+                sha256=w.hashes["sha256"],
+                dependencies=tuple(_name(d["name"]) for d in pkg.dependencies or []),
+                required_by=tuple(
+                    RequiredBy.from_toml(rb) for rb in _list(ptool.get("required-by", []))
+                ),
+                protected=_bool(ptool.get("protected", False)),
+                extras=tuple(_name(e) for e in _list(ptool.get("extras", []))),
+                url=str(w.url) if w.path is None and w.url else None,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            problem = f"package {pkg.name}: {type(exc).__name__}: {exc}"
+            raise LockFormatError(path, str(fmt), FORMAT, problem) from exc
     ok = digest_ok(data)
     if ok is False or (ok is None and require_digest):
         raise LockDigestError(path)
@@ -327,6 +335,24 @@ def parse(
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise LockFormatError(path, str(fmt), FORMAT, f"{type(exc).__name__}: {exc}") from exc
     return Lock(path, tool.profile, packages, tool.install_order, tool)
+
+
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise TypeError(f"expected an array, found {value!r}")
+    return value
+
+
+def _name(value: Any) -> NormalizedName:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a name, found {value!r}")
+    return canonicalize_name(value)
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, found {value!r}")
+    return value
 
 
 def package_list(lock: Lock) -> Sequence[LockedPackage]:
