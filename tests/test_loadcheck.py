@@ -26,6 +26,7 @@ from wh.app.hooks import TargetSpec
 from wh.app.loadcheck import BuiltAgainst, LoadReport, Unit, check, cuda_major
 from wh.app.loadscan import copy_records, read_many, record_wheelhouse
 from wh.app.prefetch import RECORDS, Prefetch
+from wh.cache.stamps import seal, unseal
 from wh.env.platformlibs import for_target, live, system_search_path
 from wh.install.backend import uv_binary
 from wh.model.loadkinds import Origin, ProblemKind, Provider
@@ -34,7 +35,7 @@ from wh.model.manifest import Manifest
 from wh.model.profile import Profile
 from wh.model.target import declared
 from wh.wheel import natives as nat
-from wh.wheel.natives import Binary, Natives, read_member, wheel_natives
+from wh.wheel.natives import Binary, Natives, read_member, wheel_members, wheel_natives
 
 from tests.elforacle import pyelftools_needs
 from tests.factory import make_wheel
@@ -370,6 +371,16 @@ def test_natives_are_cached_by_digest_and_a_cache_that_cannot_be_written_costs_o
     assert sorted(f.name for f in folder.iterdir()) == written
     reads = _spy_reads(monkeypatch)
     assert loadscan.read_many(digests) == got and not reads
+    # an entry changed on disk (its binaries dropped, still JSON, unsealed) is not read:
+    # it used to stand for the wheel, and the check then met fewer needs than it has
+    entry = folder / f"{digests[0][1]}.json"
+    text = unseal(entry.read_text())
+    assert text is not None and json.loads(text)["natives"]["binaries"]
+    damaged = json.loads(text)
+    damaged["natives"]["binaries"] = []
+    entry.write_text(json.dumps(damaged))
+    assert loadscan.read_many(digests) == got
+    assert reads and set(reads) == {m.path for m in wheel_members(digests[0][0])}
 
 
 @needs_gcc
@@ -815,9 +826,11 @@ def test_the_cached_result_gives_back_an_equal_report_and_a_damaged_one_is_check
         {"met": {"width": "H", "data": "not base64!"}},
         {"met": [[0, 0, 0, 0, "same-wheel", False]]},  # the layout of an older cache
     ):
-        path.write_text(json.dumps({"key": key, "report": {**cached, **damage}}))
+        path.write_text(seal(json.dumps({"key": key, "report": {**cached, **damage}})))
         assert loadscan._cached_report(key) is None, damage
-    path.write_text(json.dumps({"key": key, "report": cached}))
+    path.write_text(json.dumps({"key": key, "report": cached}))  # sound, but not sealed
+    assert loadscan._cached_report(key) is None
+    path.write_text(seal(json.dumps({"key": key, "report": cached})))
     assert loadscan._cached_report(key) == report
 
 
@@ -840,13 +853,19 @@ def test_a_relock_of_the_same_wheels_reads_the_cached_result_and_a_change_checks
     assert r.returncode == 0, r.stderr
     first = (tmp_path / "pylock.toml").read_bytes()
     (entry,) = (cache / "loadcheck").glob("*.json")
-    data = json.loads(entry.read_text())
+    text = unseal(entry.read_text())
+    assert text is not None
+    data = json.loads(text)
     data["report"]["warnings"].append("planted in the cached result")
-    entry.write_text(json.dumps(data))
+    entry.write_text(seal(json.dumps(data)))
     r = _lock(tmp_path, *LINUX, *allow)
     assert r.returncode == 0 and "planted in the cached result" in r.stdout + r.stderr
-    data["report"]["warnings"].pop()
+    # the same change without its seal (a damaged file): not read, the check runs again
     entry.write_text(json.dumps(data))
+    r = _lock(tmp_path, *LINUX, *allow)
+    assert r.returncode == 0 and "planted in the cached result" not in r.stdout + r.stderr
+    data["report"]["warnings"].pop()
+    entry.write_text(seal(json.dumps(data)))
     r = _lock(tmp_path, *LINUX, *allow)
     assert r.returncode == 0 and (tmp_path / "pylock.toml").read_bytes() == first
     # another reason for the same library: checked again, the new reason in the lock

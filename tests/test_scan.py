@@ -79,6 +79,32 @@ def test_unchanged_wheelhouse_rescans_by_stat_alone(
     assert again.wheels[0].sha256 == first.wheels[0].sha256
 
 
+def test_a_damaged_scan_cache_is_read_again_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan cache is sealed (``stamps.seal``): an entry changed on disk (here a
+    requirement dropped, the JSON still valid) was taken as the wheel's metadata; now the
+    file is not read and the wheel's METADATA is read again."""
+    import json
+
+    from wh.cache.stamps import unseal
+
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+    make_wheel(tmp_path / "h", "app", "1.0", ["base>=2"])
+    first = scan(tmp_path / "h")
+    assert tuple(map(str, first.wheels[0].requires_dist)) == ("base>=2",)
+    (cfile,) = (tmp_path / "cache" / "scan").glob("*.json")
+    text = unseal(cfile.read_text())
+    assert text is not None
+    data = json.loads(text)
+    (entry,) = data["entries"].values()
+    entry["meta"]["requires_dist"] = []
+    cfile.write_text(json.dumps(data))  # the same content a sealed file could hold, unsealed
+    assert tuple(map(str, scan(tmp_path / "h").wheels[0].requires_dist)) == ("base>=2",)
+    cfile.write_text("not json")
+    assert tuple(map(str, scan(tmp_path / "h").wheels[0].requires_dist)) == ("base>=2",)
+
+
 def test_in_place_rewrite_is_noticed_even_with_size_mtime_and_inode_kept(
     tmp_path: Path,
 ) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from packaging.utils import NormalizedName, canonicalize_name
 
 from wh.airgap.indexclient import Http
-from wh.cache.stamps import code_stamp, write_json
+from wh.cache.stamps import code_stamp, read_json, write_json
 from wh.model.target import Target
 from wh.model.wheel import Wheel
 from wh.settings import cache_dir
@@ -80,11 +80,8 @@ def remember(
 def recall(memo_key: str, local: Iterable[Wheel], http: Http) -> dict[str, Any] | None:
     """The remembered parts when every page is fresh and the same and the wheelhouse has
     no wheel of a consulted name that the resolution did not see."""
-    try:
-        memo = json.loads(_file(memo_key).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if memo.get("key") != memo_key:
+    memo = read_json(_file(memo_key))
+    if not isinstance(memo, dict) or memo.get("key") != memo_key:
         return None
     for url, sha in dict(memo["pages"]).items():
         if http.page_state(url) != sha:

@@ -21,7 +21,7 @@ from wh import progress
 from wh.app.loadcheck import BuiltAgainst, LibraryNeed, LoadProblem, LoadReport, Unit, check
 from wh.app.prefetch import RECORDS, Prefetch
 from wh.app.verify import Finding, FindingKind
-from wh.cache.stamps import write_json, write_texts
+from wh.cache.stamps import read_json, write_json, write_texts
 from wh.env.platformlibs import Platform, for_target, live
 from wh.errors import LockError
 from wh.model.loadkinds import Origin
@@ -90,12 +90,12 @@ def _stamp() -> dict[str, Any]:
 def _cached(sha256: str) -> nat.Natives | None:
     if not sha256:
         return None
+    data = read_json(_cache_path(sha256))
     try:
-        data = json.loads(_cache_path(sha256).read_text(encoding="utf-8"))
-        if data.get("stamp") == _stamp():
+        if isinstance(data, dict) and data.get("stamp") == _stamp():
             return nat.Natives.from_json(data["natives"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        pass  # not what this reader writes: read the wheel again
     return None
 
 
@@ -121,10 +121,14 @@ def _recorded(wheel: Path, sha256: str) -> nat.Natives | None:
         return None
     try:
         data = json.loads(_record_path(wheel, sha256).read_text(encoding="utf-8"))
-        if data.get("stamp") == _stamp() and data.get("sha256") == sha256:
+        if (
+            isinstance(data, dict)
+            and data.get("stamp") == _stamp()
+            and data.get("sha256") == sha256
+        ):
             return nat.Natives.from_json(data["natives"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        pass  # a record that cannot be used: the wheel is read
     return None
 
 
@@ -162,7 +166,7 @@ def record_wheelhouse(digests: Mapping[Path, str]) -> int:
             "size": path.stat().st_size,
             "natives": read[path].to_json(),
         }
-        write_json(_record_path(path, sha256), data)
+        write_json(_record_path(path, sha256), data, sealed=False)  # read by the lock's helper
     return len(todo)
 
 
@@ -314,12 +318,12 @@ def _report_path(key: str) -> Path:
 def _cached_report(key: str) -> LoadReport | None:
     if not key:
         return None
+    data = read_json(_report_path(key))
     try:
-        data = json.loads(_report_path(key).read_text(encoding="utf-8"))
-        if data.get("key") == key:
+        if isinstance(data, dict) and data.get("key") == key:
             return LoadReport.from_cache(data["report"])
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        pass
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        pass  # not what this check writes: check again
     return None
 
 

@@ -27,7 +27,7 @@ from wh import settings
 from wh.app.hooks import TargetSpec
 from wh.app.lockreport import LockReport
 from wh.app.prefetch import Prefetch
-from wh.cache.stamps import cache_file, code_stamp, stat_key, write_json
+from wh.cache.stamps import cache_file, code_stamp, read_json, stat_key, write_json
 from wh.env.environment import Environment
 from wh.model.manifest import Manifest
 from wh.model.profile import Profile
@@ -111,12 +111,12 @@ def recall(memo_key: str, lock_path: Path) -> dict[str, Any] | None:
     """The report of the last lock of ``lock_path`` if its key and the bytes on disk match."""
     if not enabled():
         return None
+    memo = read_json(_memo_file(lock_path))
+    if not isinstance(memo, dict) or memo.get("key") != memo_key:
+        return None
     try:
-        memo = json.loads(_memo_file(lock_path).read_text(encoding="utf-8"))
-        if memo.get("key") != memo_key:
-            return None
         on_disk = hashlib.sha256(lock_path.read_bytes()).hexdigest()
-    except (OSError, ValueError, AttributeError):
+    except OSError:
         return None
     if on_disk != memo.get("lock_sha256") or not isinstance(memo.get("report"), dict):
         return None

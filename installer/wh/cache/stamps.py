@@ -56,19 +56,55 @@ def _ntfs_change_time(path: str | os.PathLike[str]) -> int | None:  # pragma: no
     return win32.change_time(os.fspath(path), win32.kernel32())
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Replace ``path`` atomically. A cache that cannot be written only costs speed."""
+# A cache file's first line: the sha256 of the rest. A file whose rest does not match it
+# (a disk or a tool that changed a byte, a copy cut short) is not read: before, a cached
+# entry that parsed as JSON stood for what it said, so a damaged natives entry hid
+# binaries from the load check and a damaged scan entry changed a wheel's requirements.
+_SEAL = "wh-sealed sha256:"
+
+
+def seal(text: str) -> str:
+    """``text`` as a cache file holds it: behind a line with its sha256 (``unseal``)."""
+    return f"{_SEAL}{hashlib.sha256(text.encode()).hexdigest()}\n{text}"
+
+
+def unseal(raw: str) -> str | None:
+    """The text ``seal`` sealed; None where the seal is missing or does not match."""
+    head, sep, text = raw.partition("\n")
+    if not sep or not head.startswith(_SEAL):
+        return None
+    return text if head[len(_SEAL) :] == hashlib.sha256(text.encode()).hexdigest() else None
+
+
+def read_json(path: Path) -> Any:
+    """What ``write_json`` wrote at ``path``; None where it is absent, unreadable, not
+    sealed or damaged (its seal does not match), or not JSON. A cache that cannot be read
+    only costs speed."""
+    try:
+        text = unseal(path.read_text(encoding="utf-8"))
+        return None if text is None else json.loads(text)
+    except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
+
+
+def write_json(path: Path, data: Any, *, sealed: bool = True) -> None:
+    """Replace ``path`` atomically, sealed for ``read_json`` (``sealed=False``: plain JSON,
+    for a file others read, such as a wheelhouse's records). A cache that cannot be
+    written only costs speed."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         return
     text = json.dumps(data, sort_keys=True, default=str)
-    _replace(str(path), str(path.with_suffix(f".{os.getpid()}.tmp")), text)
+    _replace(
+        str(path), str(path.with_suffix(f".{os.getpid()}.tmp")), seal(text) if sealed else text
+    )
 
 
 def write_texts(folder: Path, files: Mapping[str, str]) -> None:
-    """Replace each file ``folder/NAME`` with its text, atomically, as ``write_json`` does,
-    the folder made once (a lock caches the natives of a few hundred wheels at its end)."""
+    """Replace each file ``folder/NAME`` with its text, sealed and atomically, as
+    ``write_json`` does, the folder made once (a lock caches the natives of a few hundred
+    wheels at its end)."""
     if not files:
         return
     try:
@@ -78,7 +114,7 @@ def write_texts(folder: Path, files: Mapping[str, str]) -> None:
     base, pid = str(folder), os.getpid()
     for name, text in files.items():
         path = os.path.join(base, name)
-        _replace(path, f"{path}.{pid}.tmp", text)
+        _replace(path, f"{path}.{pid}.tmp", seal(text))
 
 
 def _replace(path: str, tmp: str, text: str) -> None:

@@ -18,7 +18,7 @@ from packaging.tags import Tag
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from wh.cache.stamps import cache_file, stat_key, write_json
+from wh.cache.stamps import cache_file, read_json, stat_key, write_json
 from wh.errors import InterpreterError, NoTargetError, ProcessError
 from wh.model.installed import InstalledDist
 from wh.model.target import Target
@@ -158,11 +158,16 @@ def probe(python: Path, *, cached: bool = False) -> Environment:
     if not python.exists():
         raise InterpreterError(python, "missing")
     data = _recall(python) if cached else None
-    if data is None:
-        data = _run_probe(python)
-        _remember(python, data)
-    else:  # -v shows it: nothing was run
-        logging.getLogger("wh.probe").info("probe of %s answered from the probe cache", python)
+    if data is not None:
+        try:
+            env = _environment(python, data)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            data = None  # a cached answer of another shape: probe again
+        else:  # -v shows it: nothing was run
+            logging.getLogger("wh.probe").info("probe of %s answered from the probe cache", python)
+            return env
+    data = _run_probe(python)
+    _remember(python, data)
     return _environment(python, data)
 
 
@@ -270,12 +275,12 @@ def _probe_cache(python: Path) -> Path:
 
 
 def _recall(python: Path) -> dict[str, Any] | None:
+    memo = read_json(_probe_cache(python))
     try:
-        memo = json.loads(_probe_cache(python).read_text(encoding="utf-8"))
         data = memo["data"]
         if memo.get("wh") != _PROBE_ID or memo.get("stamp") != _stamp(python, data["sys_path"]):
             return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return data if isinstance(data, dict) else None
 

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from packaging.utils import NormalizedName, canonicalize_name
 
 from wh import progress, settings
-from wh.cache.stamps import cache_file, stat_key, write_json
+from wh.cache.stamps import cache_file, read_json, stat_key, write_json
 from wh.errors import WheelhouseMissingError
 from wh.hashing import parallel_map, sha256_file
 from wh.model.wheel import Wheel, WheelMeta, WheelProblem, to_wheel
@@ -140,17 +140,14 @@ def scan(
     cfile = _cache_file(root)
     cached: dict[str, dict[str, Any]] = {}
     if use_cache and cfile.is_file():
-        try:
-            data = json.loads(cfile.read_text(encoding="utf-8"))
-            if data.get("version") == _CACHE_VERSION:
-                cached = data["entries"]
-        except (OSError, ValueError, KeyError):
-            cached = {}
+        cached = _cache_entries(cfile) or {}
 
     entries: dict[str, dict[str, Any]] = {}
     stale: list[Path] = []
     for p in paths:
         hit = cached.get(p.name)
+        if hit is not None and not _sound(hit):  # a damaged cache: the file is read again
+            hit = None
         unhashed = hit is not None and "sha256" not in hit and "meta" in hit
         if (
             hit is not None
@@ -286,13 +283,45 @@ def add_hashes(
 
 
 def _cache_entries(cfile: Path) -> dict[str, Any] | None:
-    """The entries of a folder's scan cache, or None when it is absent, unreadable or of
-    another format version."""
-    try:
-        data = json.loads(cfile.read_text(encoding="utf-8"))
-        return data["entries"] if data.get("version") == _CACHE_VERSION else None
-    except (OSError, ValueError, KeyError):
+    """The entries of a folder's scan cache, or None when it is absent, unreadable, of
+    another format version or not the shape it is written in (each entry is then checked
+    by ``_sound`` before it is used)."""
+    data = read_json(cfile)
+    if not isinstance(data, dict) or data.get("version") != _CACHE_VERSION:
         return None
+    entries = data.get("entries")
+    return entries if isinstance(entries, dict) else None
+
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def _sound(entry: object) -> TypeGuard[dict[str, Any]]:
+    """Whether a cached entry has the shape ``scan`` writes: a stat key, and a problem or
+    metadata of the right types, with a sha256 of 64 hex digits where it has one."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("stat"), list):
+        return False
+    if "problem" in entry and not isinstance(entry["problem"], str):
+        return False
+    if "sha256" in entry and not (
+        isinstance(entry["sha256"], str) and _HEX64.fullmatch(entry["sha256"])
+    ):
+        return False
+    if "meta" not in entry:
+        return "problem" in entry
+    meta = entry["meta"]
+    strings = ("filename", "name", "version")
+    lists = ("requires_dist", "provides_extra")
+    return (
+        isinstance(meta, dict)
+        and all(isinstance(meta.get(k), str) for k in strings)
+        and all(
+            isinstance(meta.get(k), list) and all(isinstance(x, str) for x in meta[k])
+            for k in lists
+        )
+        and (meta.get("requires_python") is None or isinstance(meta["requires_python"], str))
+        and "requires_python" in meta
+    )
 
 
 def _by_folder(paths: Iterable[Path]) -> dict[Path, list[Path]]:
@@ -347,7 +376,7 @@ def known_digests(paths: Iterable[Path]) -> dict[Path, str]:
             continue
         for p in files:
             e = entries.get(p.name)
-            if not isinstance(e, dict) or "sha256" not in e or "problem" in e:
+            if not _sound(e) or "sha256" not in e or "problem" in e:
                 continue
             try:
                 st = p.stat()
