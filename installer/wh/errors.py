@@ -1262,6 +1262,25 @@ class WheelsInvalidError(WheelhouseError):
         return {"wheels": [{"filename": n, "problems": list(ps)} for n, ps in self.wheels]}
 
 
+class BuildRecordError(WheelhouseError):
+    """Locked wheels whose build record (``<wheel>.build.json``, written by `wh build`)
+    cannot be used: ``records`` holds (record file name, what is wrong) for each."""
+
+    def __init__(self, records: Sequence[tuple[str, str]]) -> None:
+        self.records = tuple(records)
+        super().__init__(
+            f"the build record of {len(self.records)} locked wheel(s) cannot be used; "
+            "nothing was locked",
+            details=[f"{name}: {why}" for name, why in self.records],
+            hint="rebuild the wheel with `wh build` (which writes its record), or remove "
+            "the record to lock the wheel as one wh did not build (its torch build is then "
+            "not checked)",
+        )
+
+    def fields(self) -> dict[str, object]:
+        return {"records": [{"file": n, "problem": why} for n, why in self.records]}
+
+
 class AmbiguousWheelsError(WheelhouseError):
     """Files of the wheelhouse share a name, version and tag but differ (``problems``: one
     line per pair)."""

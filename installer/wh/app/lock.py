@@ -18,6 +18,7 @@ from wh.app.prefetch import Prefetch
 from wh.app.scan import scan_wheelhouse
 from wh.env.environment import Environment
 from wh.errors import (
+    BuildRecordError,
     EmptyProfileError,
     LockStaleError,
     ProtectedNotInstalledError,
@@ -201,17 +202,31 @@ def _overwrites(resolution: Resolution, allow: tuple[NormalizedName, ...]) -> li
 
 
 def build_records(resolution: Resolution) -> dict[str, BuildRecord]:
-    """Provenance of locally built wheels (``<wheel>.build.json`` beside them)."""
+    """Provenance of locally built wheels (``<wheel>.build.json`` beside them);
+    ``BuildRecordError`` naming every record that cannot be read or used (the torch build
+    of a kernel is checked from it, so a broken one is not passed over)."""
     out: dict[str, BuildRecord] = {}
+    broken: list[tuple[str, str]] = []
     for chosen in resolution.packages.values():
         w = chosen.candidate.wheel
         if w is None or not w.built_locally:
             continue
+        name = buildrecord.path_of(w.path).name
         try:
-            out[w.filename] = BuildRecord(buildrecord.load(w.path))
-        except (OSError, ValueError):
-            name = buildrecord.path_of(w.path).name
-            out[w.filename] = BuildRecord({"error": f"unreadable build record {name}"})
+            data = buildrecord.load(w.path)
+        except OSError as exc:
+            broken.append((name, f"cannot be read ({exc.strerror or exc})"))
+            continue
+        except ValueError as exc:
+            broken.append((name, f"is not JSON ({exc})"))
+            continue
+        why = buildrecord.problem(data)
+        if why:
+            broken.append((name, why))
+        else:
+            out[w.filename] = BuildRecord(data)
+    if broken:
+        raise BuildRecordError(sorted(broken))
     return out
 
 

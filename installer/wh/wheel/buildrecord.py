@@ -40,3 +40,34 @@ def read(wheel_path: Path | str) -> dict[str, Any] | None:
     if not isinstance(data, dict) or data.get("wheel") != Path(wheel_path).name:
         return None
     return data
+
+
+def problem(data: Any) -> str:
+    """What makes a loaded record unusable ("" where nothing does): a lock carries it whole
+    in TOML, which has no null, and reads ``provides``, ``torch`` and ``recipe`` from it."""
+    if not isinstance(data, dict):
+        return f"is not a JSON object (found {type(data).__name__})"
+    if _holds_null(data):
+        return "holds null, which a lock (TOML) cannot carry"
+    provides = data.get("provides", [])
+    if not isinstance(provides, list) or not all(isinstance(p, str) for p in provides):
+        return '"provides" is not a list of strings'
+    torch = data.get("torch", {})
+    if not isinstance(torch, dict) or not all(
+        isinstance(torch.get(k, ""), str) for k in ("version", "cuda")
+    ):
+        return '"torch" is not an object whose "version" and "cuda" are strings'
+    recipe = data.get("recipe", {})
+    if not isinstance(recipe, dict) or not isinstance(recipe.get("name", ""), str):
+        return '"recipe" is not an object whose "name" is a string'
+    return ""
+
+
+def _holds_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, dict):
+        return any(_holds_null(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_null(v) for v in value)
+    return False
