@@ -237,6 +237,68 @@ def test_a_tar_unpacks_and_its_links_and_unsafe_names_are_refused_before_writing
     assert list(dest.iterdir()) == [] and not (tmp_path / "escape.txt").exists()
 
 
+def test_a_bundle_cut_short_or_damaged_is_refused_by_name(tmp_path: Path) -> None:
+    """A tar.gz cut short in transit used to end the install on gzip's EOFError; a zip
+    whose entry's bytes were damaged, on zlib's error: both are a damaged bundle, named."""
+    from wh.errors import BundleError
+
+    out = _bundle(tmp_path, "demo.tar.gz")
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(out.read_bytes()[: out.stat().st_size * 2 // 3])
+    with pytest.raises(BundleError) as info:
+        open_bundle(cut, on_close=lambda f: None, allow_unsigned=True)
+    assert info.value.rule == "damaged-archive" and info.value.exit_code == 5
+    assert info.value.message.startswith(f"{cut} cannot be unpacked: it is damaged or cut short")
+    assert "EOFError" in info.value.message
+    zipped = tmp_path / "z.zip"
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("demo/bundle.txt", b"lock=pylock.toml\n" * 400)
+    data = bytearray(zipped.read_bytes())
+    at = data.find(b"bundle.txt") + len(b"bundle.txt") + 20  # inside the deflate data
+    data[at : at + 8] = b"\xff" * 8
+    zipped.write_bytes(bytes(data))
+    with pytest.raises(BundleError) as info:
+        extract(zipped, tmp_path / "zout")
+    assert info.value.rule == "damaged-archive"
+
+
+def test_a_bundle_info_file_that_is_not_text_is_refused_by_name(tmp_path: Path) -> None:
+    from wh.errors import BundleError
+
+    root = tmp_path / "unpacked"
+    extract(_bundle(tmp_path), root)
+    (root / "demo/bundle.txt").write_bytes(b"lock=\xff\xfe.toml\n")
+    with pytest.raises(BundleError) as info:
+        open_bundle(root / "demo", on_close=lambda f: None, allow_unsigned=True)
+    assert info.value.rule == "unreadable-info" and "bundle.txt cannot be read" in str(
+        info.value.message
+    )
+
+
+def test_names_given_twice_or_to_a_file_and_a_folder_are_refused_before_writing(
+    tmp_path: Path,
+) -> None:
+    """On Windows ``A.txt`` and ``a.txt`` are one file, and a file cannot be the folder of
+    another entry: an archive holding either is refused whole, nothing written."""
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("demo/A.txt", b"1")
+        zf.writestr("demo/a.txt", b"2")
+        zf.writestr("demo/lib", b"a file")
+        zf.writestr("demo/lib/x.py", b"below it")
+        zf.writestr("demo/sub/", b"")
+        zf.writestr("demo/sub/ok.txt", b"a folder given as an entry, and a file in it")
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(LockError, match="2 unsafe entry") as info:
+        extract(evil, dest)
+    assert info.value.details == (
+        "'demo/a.txt': is in the archive twice (names compared case-folded)",
+        "'demo/lib': is a file and the folder of other entries",
+    )
+    assert list(dest.iterdir()) == []
+
+
 # -- the real thing: wh built and its dependencies fetched, installed with no network ---------
 
 

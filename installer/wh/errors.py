@@ -1775,6 +1775,8 @@ BundleRule = Literal[
     "unsafe-entries",
     "not-an-archive",
     "unreadable-entry",
+    "damaged-archive",
+    "unreadable-info",
 ]
 
 
@@ -1784,7 +1786,9 @@ class BundleError(LockError):
     "no-manifest" or "unreadable-manifest" (``member``, its manifest; ``problem`` the OS's
     words), "manifest-mismatch" (``problems``: files that do not match the manifest),
     "unsafe-entries" (``problems``: archive entries that must not be unpacked),
-    "not-an-archive" or "unreadable-entry" (``member``, an entry of the archive)."""
+    "not-an-archive" or "unreadable-entry" (``member``, an entry of the archive),
+    "damaged-archive" (``problem``: what the zip or tar reader found) or "unreadable-info"
+    (``member``, the info file, is not UTF-8 text; ``problem``)."""
 
     def __init__(
         self,
@@ -1833,6 +1837,15 @@ class BundleError(LockError):
                 message = f"{path} is neither a zip nor a tar archive"
             case "unreadable-entry":
                 message = f"{path}: cannot read {member!r}"
+            case "damaged-archive":
+                message = (
+                    f"{path} cannot be unpacked: it is damaged or cut short ({problem}); "
+                    "nothing was installed"
+                )
+                hint = "copy the bundle again from its source, or make it again with `wh bundle`"
+            case "unreadable-info":
+                message = f"{path}: {member} cannot be read ({problem}); nothing was installed"
+                hint = remake
         super().__init__(message, details=details, hint=hint)
 
     def fields(self) -> dict[str, object]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import stat
@@ -9,6 +10,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -364,7 +366,11 @@ def read_info(root: Path) -> dict[str, str]:
     path = root / INFO
     if not path.is_file():
         raise BundleError(root, "no-info", member=INFO)
-    pairs = (line.partition("=") for line in path.read_text(encoding="utf-8").splitlines())
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise BundleError(root, "unreadable-info", member=INFO, problem=str(exc)) from exc
+    pairs = (line.partition("=") for line in text.splitlines())
     return {k.strip(): v.strip() for k, sep, v in pairs if sep}
 
 
@@ -429,10 +435,40 @@ def entry_problem(rel: str) -> str | None:
     return portable.path_problem(name, windows=True)
 
 
+# what the zip and tar readers raise on a damaged or cut-short archive (a gzip stream cut
+# short is an EOFError, a bad one gzip.BadGzipFile, an OSError, like bz2's and lzma's)
+_DAMAGED = (
+    zipfile.BadZipFile,
+    tarfile.TarError,
+    EOFError,
+    zlib.error,
+    lzma.LZMAError,
+    NotImplementedError,
+    RuntimeError,
+    ValueError,
+)
+
+
 def extract(archive: Path, dest: Path) -> None:
     """Unpack a zip or tar, refusing absolute paths, drive letters, ``..``, Windows-reserved
-    or stream names, links and special files. Every entry is checked before the first is
-    written, so a refused archive leaves ``dest`` as it was."""
+    or stream names, links and special files, and names given twice (or to a file and a
+    folder, case-folded as Windows compares them). Every entry is checked before the first
+    is written, so a refused archive leaves ``dest`` as it was; one that turns out damaged
+    while it is read is refused (``damaged-archive``) with what was unpacked left in
+    ``dest``, the caller's temporary folder."""
+    try:
+        _extract(archive, dest)
+    except _DAMAGED as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+        raise BundleError(archive, "damaged-archive", problem=problem) from exc
+    except OSError as exc:
+        if exc.filename is not None and Path(exc.filename).is_relative_to(dest):
+            raise  # writing what was unpacked (a full disk): the OS's own error
+        problem = f"{type(exc).__name__}: {exc}"
+        raise BundleError(archive, "damaged-archive", problem=problem) from exc
+
+
+def _extract(archive: Path, dest: Path) -> None:
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
             _unpack(
@@ -481,10 +517,22 @@ class _Entry:
 def _unpack(archive: Path, dest: Path, entries: Sequence[_Entry]) -> None:
     """Every entry checked, then every one written below ``dest``."""
     bad: list[str] = []
+    seen: dict[str, bool] = {}  # each case-folded name: whether it is a folder
     for e in entries:
         why = entry_problem(e.name) or e.refused_kind
         if why:
             bad.append(f"{e.name!r}: {why}")
+            continue
+        key = e.name.rstrip("/").casefold()
+        if key in seen and not (e.is_dir and seen[key]):
+            bad.append(f"{e.name!r}: is in the archive twice (names compared case-folded)")
+        seen[key] = e.is_dir or seen.get(key, False)
+    folders = {"/".join(k.split("/")[:i]) for k in seen for i in range(1, k.count("/") + 1)}
+    bad += [
+        f"{k!r}: is a file and the folder of other entries"
+        for k in sorted(folders)
+        if seen.get(k) is False
+    ]
     _refuse(archive, bad)
     for e in entries:
         out = dest / e.name
