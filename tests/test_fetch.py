@@ -226,6 +226,44 @@ def test_index_pages_parse_as_pip_reads_them(tmp_path: Path) -> None:
     assert y.yanked and not y.metadata and y.url == "https://i/simple/x/x-1.0-py3-none-any.whl"
 
 
+@pytest.mark.parametrize(
+    "page",
+    [
+        "[]",  # not an object
+        '{"files": "x"}',  # files not a list
+        '{"files": [1]}',  # an entry not an object
+        '{"files": [{"filename": ["a"]}]}',  # a filename not a string
+        '{"files": [{"filename": "a-1-py3-none-any.whl", "url": 5}]}',
+    ],
+)
+def test_a_malformed_json_page_is_a_bad_page_of_its_index(page: str) -> None:
+    """Found by mutating the pages `wh index` writes: each of these raised Python's own
+    AttributeError out of ``wh fetch``."""
+    from wh.airgap.indexclient import JSON_TYPE, IndexClient
+    from wh.errors import IndexUnavailable
+
+    class Pages:
+        def page(self, url: str) -> tuple[str, str]:
+            return page, JSON_TYPE
+
+    client = IndexClient("https://i/simple/", Pages())  # type: ignore[arg-type]
+    with pytest.raises(IndexUnavailable) as info:
+        client.project("a")
+    assert "https://i/simple/a/" in info.value.message
+
+
+def test_a_page_that_is_not_utf8_is_a_bad_page_of_its_index(tmp_path: Path) -> None:
+    from wh.airgap.indexclient import Http, IndexClient
+    from wh.errors import IndexUnavailable
+
+    page = tmp_path / "simple" / "a"
+    page.mkdir(parents=True)
+    (page / "index.html").write_bytes(b"<a href='a-1-py3-none-any.whl'>\xff</a>")
+    client = IndexClient((tmp_path / "simple").as_uri() + "/", Http(tmp_path / "cache"))
+    with pytest.raises(IndexUnavailable, match="not UTF-8 text"):
+        client.project("a")
+
+
 def test_metadata_by_ranges_reads_only_the_directory_and_member(tmp_path: Path) -> None:
     """The Range-request path (for indexes without PEP 658 files): a wheel whose METADATA
     lies before the tail, and torch when this machine has it (a central directory larger

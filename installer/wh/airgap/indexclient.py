@@ -110,21 +110,30 @@ def parse_json_page(
 ) -> list[RemoteFile]:
     """The files of a PEP 691 project page (those whose name ``keep`` accepts). Pure."""
     doc = json.loads(text)
+    files = doc.get("files", []) if isinstance(doc, dict) else None
+    if not isinstance(files, list):
+        raise ValueError("not a PEP 691 project page: no list of files")
     out = []
-    for f in doc.get("files", []):
+    for i, f in enumerate(files):
+        if not (isinstance(f, dict) and isinstance(f.get("filename"), str)):
+            raise ValueError(f"file {i} of the page has no filename")
         if keep is not None and not keep(f["filename"]):
             continue
+        if not isinstance(f.get("url"), str):
+            raise ValueError(f"{f['filename']}: no url")
         url, _frag = urldefrag(urljoin(page_url, f["url"]))
         meta = f.get("core-metadata", f.get("dist-info-metadata", False))
         has_meta, meta_sha = _meta_flag(meta)
         size = f.get("size")
+        hashes = f.get("hashes", {})
+        python = f.get("requires-python")
         out.append(
             RemoteFile(
                 filename=f["filename"],
                 url=url,
-                sha256=str(f.get("hashes", {}).get("sha256", "")),
+                sha256=str(hashes.get("sha256", "")) if isinstance(hashes, dict) else "",
                 size=int(size) if isinstance(size, int) else None,
-                requires_python=f.get("requires-python") or None,
+                requires_python=python if isinstance(python, str) and python else None,
                 metadata=has_meta,
                 metadata_sha256=meta_sha,
                 yanked=bool(f.get("yanked", False)),
@@ -246,6 +255,8 @@ class Http:
             cached = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             cached = None
+        if not _sound_entry(cached):  # a damaged cache entry: fetched again
+            cached = None
         now = time.time()
 
         def cached_body() -> tuple[str, str] | None:
@@ -255,7 +266,7 @@ class Http:
                 return None
             if cached is None or hashlib.sha256(data).hexdigest() != cached.get("sha256"):
                 return None
-            return data.decode("utf-8"), str(cached["type"])
+            return _text(url, data), str(cached["type"])
 
         if cached and not self.refresh and now - float(cached["at"]) < float(cached["max_age"]):
             hit = cached_body()
@@ -293,7 +304,7 @@ class Http:
             _write(path, entry)
         except OSError:
             pass
-        return raw.decode("utf-8"), ctype
+        return _text(url, raw), ctype
 
     def page_state(self, url: str, *, recall: bool = True) -> str | None:
         """The sha256 of ``url``'s cached page while it is fresh (inside its max-age), else
@@ -445,6 +456,27 @@ class Http:
             resp.release_conn()
 
 
+def _text(url: str, data: bytes) -> str:
+    """A page's text; a page that is not UTF-8 (an error page of a proxy, another
+    encoding) is refused as a bad page of its index."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IndexUnavailable(url, "bad-page", problem=f"not UTF-8 text ({exc})") from exc
+
+
+def _sound_entry(cached: Any) -> bool:
+    """Whether a cached page's header has the fields ``page`` reads, of their types."""
+    return (
+        isinstance(cached, dict)
+        and isinstance(cached.get("at"), (int, float))
+        and isinstance(cached.get("max_age"), (int, float))
+        and isinstance(cached.get("sha256"), str)
+        and isinstance(cached.get("type"), str)
+        and isinstance(cached.get("etag", ""), str)
+    )
+
+
 def _member_from_whole(data: bytes, what: str) -> bytes:
     return metadata_from_ranges(len(data), data, lambda a, b: data[a:b], what)
 
@@ -463,7 +495,7 @@ def _file_page(url: str) -> tuple[str, str]:
     for name, ctype in (("index.json", JSON_TYPE), ("index.html", "text/html")):
         p = folder / name
         if p.is_file():
-            return p.read_text(encoding="utf-8"), ctype
+            return _text(url, p.read_bytes()), ctype
     return "", "missing"
 
 
