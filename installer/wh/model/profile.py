@@ -275,9 +275,16 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
     if not isinstance(checks_raw, dict):
         raise ProfileKeyError(where, "checks", "not-a-table")
     snippets = []
-    for s in checks_raw.get("snippets", []):
+    raw_snippets = checks_raw.get("snippets", [])
+    if not isinstance(raw_snippets, list):
+        raise ProfileKeyError(where, "checks.snippets", "not-a-list")
+    for s in raw_snippets:
         code, description = (
-            (s, "") if isinstance(s, str) else (s.get("code"), s.get("description", ""))
+            (s, "")
+            if isinstance(s, str)
+            else (s.get("code"), s.get("description", ""))
+            if isinstance(s, dict)
+            else (None, "")
         )
         if not isinstance(code, str):
             raise ProfileKeyError(where, "checks.snippets", "snippet-code")
@@ -285,7 +292,7 @@ def parse_profile(name: str, data: Mapping[str, Any], source: str) -> Profile:
     imports = checks_raw.get("imports", [])
     if not isinstance(imports, list) or not all(isinstance(x, str) for x in imports):
         raise ProfileKeyError(where, "checks.imports", "imports")
-    needs = data.get("needs", [])
+    needs = items("needs")
     indexes = data.get("indexes", {})
     if not isinstance(indexes, dict) or not all(isinstance(v, str) for v in indexes.values()):
         raise ProfileKeyError(where, "indexes", "indexes")
