@@ -73,6 +73,33 @@ def test_metadata_edited_in_place_is_seen(new_venv: Callable[..., Path], tmp_pat
     assert str(probe(python, cached=True).dists["pkg"].version) == "1.1"
 
 
+def test_metadata_that_is_not_utf8_is_read_not_fatal(new_venv: Callable[..., Path]) -> None:
+    """An old egg-info whose PKG-INFO is Latin-1 (an author's name), and a dist-info whose
+    RECORD holds a byte UTF-8 does not: the probe used to fail on the first with
+    UnicodeDecodeError, and wh then called the interpreter broken. Found by putting broken
+    distributions into a real venv."""
+    python = new_venv()
+    site = probe(python).purelib
+    (site / "oldpkg-0.9-py3.11.egg-info").write_bytes(
+        b"Metadata-Version: 1.0\nName: oldpkg\nVersion: 0.9\nAuthor: Jos\xe9\n"
+    )
+    info = site / "odd-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: odd\nVersion: 1.0\n")
+    (info / "RECORD").write_bytes(b"odd/\xff.py,,\n")
+    legacy = site / "legacy-1.0-py3.11.egg-info"
+    legacy.mkdir()
+    (legacy / "PKG-INFO").write_bytes(b"Metadata-Version: 1.0\nName: legacy\nVersion: 1.0\n\xe9\n")
+    (legacy / "requires.txt").write_text("dep>=1\n\n[fast]\nspeedup\n")
+    env = probe(python)
+    assert str(env.dists["oldpkg"].version) == "0.9"
+    assert str(env.dists["odd"].version) == "1.0"
+    assert [str(r) for r in env.dists["legacy"].requires] == [
+        "dep>=1",
+        'speedup; extra == "fast"',
+    ]
+
+
 def test_pth_file_is_seen(new_venv: Callable[..., Path], tmp_path: Path) -> None:
     python = new_venv()
     env = probe(python, cached=True)

@@ -70,9 +70,9 @@ def test_flags_extend_a_profile() -> None:
         ("[profile.p\n", "not valid TOML"),
         ('[profile.p]\noverrides = ["a==1", "a==2"]\n', "two overrides for a"),
         # found by mutating profiles: these raised Python's own TypeError or AttributeError
-        ('[profile.p]\nneeds = 5\n', "needs must be a list"),
-        ('[profile.p]\nchecks = { snippets = 5 }\n', "checks.snippets must be a list"),
-        ('[profile.p]\nchecks = { snippets = [5] }\n', "checks.snippets entries need 'code'"),
+        ("[profile.p]\nneeds = 5\n", "needs must be a list"),
+        ("[profile.p]\nchecks = { snippets = 5 }\n", "checks.snippets must be a list"),
+        ("[profile.p]\nchecks = { snippets = [5] }\n", "checks.snippets entries need 'code'"),
     ],
 )
 def test_malformed_profiles_name_file_and_rule(tmp_path: Path, body: str, message: str) -> None:

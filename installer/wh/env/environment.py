@@ -37,10 +37,18 @@ from packaging import tags, markers
 sys.path.pop(0)
 import importlib.metadata as md
 from email.parser import HeaderParser
+def read(d, name):
+    # a file of the distribution's metadata; one that is not UTF-8 (an old egg-info written
+    # in Latin-1) is read with U+FFFD for what does not decode, as pip reads it
+    try:
+        return d.read_text(name)
+    except UnicodeDecodeError:
+        path = getattr(d, "_path", None)
+        return path.joinpath(name).read_bytes().decode("utf-8", "replace") if path else None
 def headers(d):
     # the metadata's headers only: d.metadata parses the long description too, and
     # d.version and d.requires parse the whole file again
-    text = d.read_text("METADATA") or d.read_text("PKG-INFO") or d.read_text("") or ""
+    text = read(d, "METADATA") or read(d, "PKG-INFO") or read(d, "") or ""
     cuts = [i for i in (text.find(s) for s in ("\n\n", "\n\r", "\r\r")) if i >= 0]
     return HeaderParser().parsestr(text[: min(cuts) + 1] if cuts else text)
 dists = []
@@ -55,17 +63,21 @@ for d in md.distributions():
         continue
     seen.add(key)
     path = getattr(d, "_path", None)
-    record = d.read_text("RECORD")
+    record = read(d, "RECORD")
     requires = meta.get_all("Requires-Dist")
     if requires is None and not str(path).endswith(".dist-info"):
-        requires = d.requires  # an egg-info's requires.txt (a dist-info's are its headers)
+        try:  # an egg-info's requires.txt (a dist-info's are its headers)
+            requires = d.requires
+        except UnicodeDecodeError:  # its PKG-INFO is not UTF-8: requires.txt alone
+            reqs = getattr(d, "_read_egg_info_reqs", None)
+            requires = list(reqs() or ()) if reqs is not None else []
     dists.append({
         "name": name,
         "version": meta["Version"],
         "requires": requires or [],
         "dist_info": str(path) if path else None,
         "record_sha256": hashlib.sha256(record.encode()).hexdigest() if record else None,
-        "installer": (d.read_text("INSTALLER") or "").strip(),
+        "installer": (read(d, "INSTALLER") or "").strip(),
     })
 paths = sysconfig.get_paths()
 answer = json.dumps({
