@@ -26,9 +26,11 @@ import functools
 import hashlib
 import importlib.util
 import io
+import lzma
 import re
 import struct
 import zipfile
+import zlib
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -1060,7 +1062,9 @@ def wheel_members(path: Path) -> list[Member]:
                     )
     except (zipfile.BadZipFile, OSError):
         raise
-    except Exception as exc:  # zipfile's own errors on a hostile directory (a bad name...)
+    except (RuntimeError, NotImplementedError) as exc:  # "zip file version 25.5"
+        raise Unsupported(str(exc)) from exc
+    except _ZIPFILE_ERRORS as exc:  # zipfile's own errors on a hostile directory (a bad name)
         raise zipfile.BadZipFile(f"{type(exc).__name__}: {exc}") from exc
     return out
 
@@ -1070,6 +1074,18 @@ def _zip_opener(path: Path, name: str) -> Callable[[], IO[bytes]]:
         return cast(IO[bytes], _ZipMember(path, name))
 
     return opener
+
+
+# what zipfile raises, past BadZipFile and OSError (bz2's errors), on a hostile archive: a
+# name it cannot decode, a field it indexes past, an inflater's error on the bytes
+_ZIPFILE_ERRORS = (
+    ValueError,  # UnicodeDecodeError among them
+    IndexError,
+    EOFError,
+    zlib.error,
+    lzma.LZMAError,
+    struct.error,
+)
 
 
 class Unsupported(zipfile.BadZipFile):
@@ -1092,7 +1108,7 @@ class _ZipMember(io.RawIOBase):
         except (zipfile.BadZipFile, OSError):
             self._zf.close()
             raise
-        except Exception as exc:  # a header zipfile cannot parse (a name, an extra field)
+        except _ZIPFILE_ERRORS as exc:  # a header zipfile cannot parse (a name, an extra field)
             self._zf.close()
             raise zipfile.BadZipFile(f"{type(exc).__name__}: {exc}") from exc
 
@@ -1104,7 +1120,7 @@ class _ZipMember(io.RawIOBase):
             return self._m.read(-1 if n is None else n)
         except (zipfile.BadZipFile, OSError, EOFError):
             raise
-        except Exception as exc:  # the inflater's error (zlib, bz2, lzma) on its bytes
+        except _ZIPFILE_ERRORS as exc:  # the inflater's error (zlib, lzma) on its bytes
             raise zipfile.BadZipFile(f"{type(exc).__name__}: {exc}") from exc
 
     def close(self) -> None:
