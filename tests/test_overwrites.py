@@ -218,3 +218,38 @@ def test_a_shared_wheel_whose_record_cannot_be_read_is_left_to_the_install(
         "cc and aa both write a.py",
         "bb and aa both write b.py",
     ]
+
+
+def test_a_distribution_installed_twice_is_named_before_an_install_replaces_it(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    """A stale second dist-info of a name (an interrupted upgrade leaves one): Python, pip
+    and wh see only the first; replacing it would leave the other's files behind. An
+    install that writes the name is refused naming both copies, with nothing changed, and
+    `wh verify` warns. Before, the refusal said the files of one copy were owned by no
+    installed distribution, or a reinstall went ahead. Found by putting broken
+    distributions into a real venv."""
+    from tests.fixtures import site_snapshot
+
+    house = tmp_path / "house"
+    wheels = [make_wheel(house, "app", "1.0", ["lib>=1"]), make_wheel(house, "lib", "1.0")]
+    python = new_venv(wheels)
+    (site,) = (python.parent.parent / "lib").glob("python3*/site-packages")
+    stale = site / "lib-9.9.dist-info"
+    stale.mkdir()
+    (stale / "METADATA").write_text("Metadata-Version: 2.1\nName: lib\nVersion: 9.9\n")
+    lock = tmp_path / "pylock.toml"
+    # a lock of the wheelhouse alone: which copy Python finds first follows the folder's
+    # listing order, so the reinstall below writes lib whichever it is
+    target = ("--platform", "manylinux_2_17_x86_64", "--python-version", "3.11")
+    r = run_wh("lock", "-r", "app", "--wheelhouse", house, *target, "--lockfile", lock)
+    assert r.returncode == 0, r.stderr
+    before = site_snapshot(python)
+    r = run_wh("install", "--locked", "--lockfile", lock, "--python", python, "--reinstall")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "1 distribution(s) the install replaces are installed more than once" in r.stderr
+    assert "lib-9.9.dist-info" in r.stderr and "lib-1.0.dist-info" in r.stderr
+    assert "(the one Python finds)" in r.stderr and "delete the metadata folder" in r.stderr
+    assert site_snapshot(python) == before
+    r = run_wh("verify", "--lockfile", lock, "--python", python)
+    assert "lib is installed twice" in r.stdout + r.stderr

@@ -1320,6 +1320,29 @@ class OverwriteError(WheelhouseError):
         return {"clashes": list(self.clashes), "writers": list(self.writers)}
 
 
+class InstalledTwiceError(WheelhouseError):
+    """Distributions the install would replace are installed twice: ``copies`` holds, for
+    each, (name, the copy Python finds first, the other copies), each copy "VERSION at
+    PATH"."""
+
+    def __init__(self, copies: Sequence[tuple[str, str, Sequence[str]]]) -> None:
+        self.copies = tuple((n, first, tuple(rest)) for n, first, rest in copies)
+        super().__init__(
+            f"{len(self.copies)} distribution(s) the install replaces are installed more than "
+            "once; nothing was installed",
+            details=[
+                f"{n}: {first} (the one Python finds), and {', '.join(rest)}"
+                for n, first, rest in self.copies
+            ],
+            hint="a replaced copy's files would stay behind the other's: delete the metadata "
+            "folder of the stale copy (an upgrade that was interrupted leaves one), check "
+            "with `wh verify`, then install again",
+        )
+
+    def fields(self) -> dict[str, object]:
+        return {"copies": [{"name": n, "first": f, "others": list(r)} for n, f, r in self.copies]}
+
+
 class BundleOverwriteError(WheelhouseError):
     """Two wheels of the bundle for ``profile`` write one file (``overwrites``: "A and B
     both write F" lines), so its install would fail; nothing was written to ``output``."""

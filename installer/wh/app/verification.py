@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from wh.app.asked import Asked
 from wh.app.loadscan import verify_findings
 from wh.app.verify import (
@@ -52,8 +54,27 @@ def verify_env(
         ]
     findings += ran
     findings += needs_warnings(lock, env)
+    findings += installed_twice(env)
     findings += verify_findings(lock, env)
     return findings
+
+
+def installed_twice(env: Environment) -> list[Finding]:
+    """A warning for each second installed copy of a name (``Environment.shadowed``):
+    Python sees the first; an install that replaces it is refused until one is removed."""
+    out = []
+    for name, version, where in env.shadowed:
+        first = env.dists.get(canonicalize_name(name))
+        seen = f"{first.version} at {first.dist_info}" if first is not None else "another copy"
+        out.append(
+            Finding(
+                True,
+                FindingKind.WARNING,
+                f"{name} is installed twice: {version or 'no version'} at {where} is behind "
+                f"{seen}, the one Python finds (delete the stale copy's metadata folder)",
+            )
+        )
+    return out
 
 
 def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:

@@ -52,6 +52,7 @@ def headers(d):
     cuts = [i for i in (text.find(s) for s in ("\n\n", "\n\r", "\r\r")) if i >= 0]
     return HeaderParser().parsestr(text[: min(cuts) + 1] if cuts else text)
 dists = []
+shadowed = []  # a second copy of a name, which Python does not see (a stale dist-info)
 seen = set()
 for d in md.distributions():
     meta = headers(d)
@@ -59,10 +60,12 @@ for d in md.distributions():
     if not name:
         continue
     key = name.lower().replace("_", "-").replace(".", "-")
+    path = getattr(d, "_path", None)
     if key in seen:
+        where = str(path) if path else None
+        shadowed.append({"name": name, "version": meta["Version"] or "", "dist_info": where})
         continue
     seen.add(key)
-    path = getattr(d, "_path", None)
     record = read(d, "RECORD")
     requires = meta.get_all("Requires-Dist")
     if requires is None and not str(path).endswith(".dist-info"):
@@ -91,6 +94,7 @@ answer = json.dumps({
     "tags": [str(t) for t in tags.sys_tags()],
     "markers": markers.default_environment(),
     "dists": dists,
+    "shadowed": shadowed,
     "sys_path": [p for p in sys.path if p],
 })
 # The answer goes to the file wh named, never to stdout: a .pth file may print at start-up
@@ -116,6 +120,10 @@ class Environment:
     # probe itself prints nothing, and a backend that reads the interpreter's stdout (uv)
     # cannot work with it
     startup_output: str = ""
+    # a second installed copy of a name (display name, version, its metadata folder), after
+    # the one Python finds first, which ``dists`` holds: a stale dist-info an interrupted
+    # upgrade left behind
+    shadowed: tuple[tuple[str, str, Path | None], ...] = ()
 
 
 def default_python() -> Path:
@@ -343,4 +351,8 @@ def _environment(python: Path, data: dict[str, Any]) -> Environment:
         target=target,
         dists=dists,
         startup_output=str(data.get("startup_output", "")),
+        shadowed=tuple(
+            (str(d["name"]), str(d["version"]), Path(d["dist_info"]) if d["dist_info"] else None)
+            for d in data.get("shadowed", ())
+        ),
     )

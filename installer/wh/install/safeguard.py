@@ -8,8 +8,11 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from wh.cache import verified
 from wh.env.environment import Environment, probe
+from wh.errors import InstalledTwiceError
 from wh.install import envlock, journal, reserved
 from wh.install.layout import Schemes, WheelLayout, layout
 from wh.install.overwrite import clashes, refuse_clashes
@@ -55,8 +58,27 @@ def preflight(
     )
     for w in verified_now:
         verified.remember("structure", digests.get(w, ""))
+    refuse_installed_twice(env, {lay.name for lay in layouts})
     refuse_clashes(clashes(layouts, env.dists, allow_overwrite=allow_overwrite))
     return layouts
+
+
+def refuse_installed_twice(env: Environment, changing: Collection[str]) -> None:
+    """``InstalledTwiceError`` where a distribution the install writes has a second
+    installed copy (``Environment.shadowed``): replacing the copy Python sees would leave
+    the other's files, and its metadata, behind."""
+    copies: list[tuple[str, str, list[str]]] = []
+    for name in sorted(changing):
+        others = [
+            f"{v or 'no version'} at {p}"
+            for n, v, p in env.shadowed
+            if canonicalize_name(n) == name
+        ]
+        dist = env.dists.get(canonicalize_name(name))
+        if others and dist is not None:
+            copies.append((dist.display_name, f"{dist.version} at {dist.dist_info}", others))
+    if copies:
+        raise InstalledTwiceError(copies)
 
 
 @contextmanager
