@@ -264,6 +264,19 @@ def test_a_page_that_is_not_utf8_is_a_bad_page_of_its_index(tmp_path: Path) -> N
         client.project("a")
 
 
+@pytest.mark.parametrize("header", ["[]", '{"at": "x", "max_age": 1, "sha256": "a"}', "{"])
+def test_a_damaged_cached_page_header_is_no_page_state(tmp_path: Path, header: str) -> None:
+    """``page_state`` reads the header ``page`` writes; one of another shape used to raise
+    AttributeError or ValueError there (``page`` checked it, its twin did not)."""
+    from wh.airgap.indexclient import Http
+
+    http = Http(tmp_path / "cache")
+    path = http._header_path("https://i/simple/a/")
+    path.parent.mkdir(parents=True)
+    path.write_text(header)
+    assert http.page_state("https://i/simple/a/") is None
+
+
 def test_metadata_by_ranges_reads_only_the_directory_and_member(tmp_path: Path) -> None:
     """The Range-request path (for indexes without PEP 658 files): a wheel whose METADATA
     lies before the tail, and torch when this machine has it (a central directory larger

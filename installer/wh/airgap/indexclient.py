@@ -247,16 +247,9 @@ class Http:
         """A project page's text and content type: cached, revalidated once stale."""
         if url.startswith("file:"):
             return _file_page(url)
-        key = hashlib.sha256(url.encode()).hexdigest()
-        path = self.cache / "pages" / key[:2] / f"{key}.json"
+        path = self._header_path(url)
         body_path = path.with_suffix(".body")
-        cached: dict[str, Any] | None = None
-        try:
-            cached = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            cached = None
-        if not _sound_entry(cached):  # a damaged cache entry: fetched again
-            cached = None
+        cached = _header(path)
         now = time.time()
 
         def cached_body() -> tuple[str, str] | None:
@@ -312,15 +305,15 @@ class Http:
         file only."""
         if self.refresh and recall:
             return None
+        meta = _header(self._header_path(url))
+        if meta is None or time.time() - meta["at"] >= meta["max_age"]:
+            return None
+        return str(meta["sha256"]) or None
+
+    def _header_path(self, url: str) -> Path:
+        """Where ``url``'s cached page header lies (its body beside it, ``.body``)."""
         key = hashlib.sha256(url.encode()).hexdigest()
-        path = self.cache / "pages" / key[:2] / f"{key}.json"
-        try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if time.time() - float(meta.get("at", 0)) >= float(meta.get("max_age", 0)):
-            return None
-        return str(meta.get("sha256", "")) or None
+        return self.cache / "pages" / key[:2] / f"{key}.json"
 
     def blob(self, url: str, sha256: str) -> bytes:
         """A small immutable file (a ``.metadata``), checked against ``sha256`` when given and
@@ -465,9 +458,15 @@ def _text(url: str, data: bytes) -> str:
         raise IndexUnavailable(url, "bad-page", problem=f"not UTF-8 text ({exc})") from exc
 
 
-def _sound_entry(cached: Any) -> bool:
-    """Whether a cached page's header has the fields ``page`` reads, of their types."""
-    return (
+def _header(path: Path) -> dict[str, Any] | None:
+    """A cached page's header (``page`` writes it, ``page`` and ``page_state`` read it);
+    None where it is absent, not JSON, or lacks a field they read or has one of another
+    type (a damaged entry: the page is fetched again)."""
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    sound = (
         isinstance(cached, dict)
         and isinstance(cached.get("at"), (int, float))
         and isinstance(cached.get("max_age"), (int, float))
@@ -475,6 +474,7 @@ def _sound_entry(cached: Any) -> bool:
         and isinstance(cached.get("type"), str)
         and isinstance(cached.get("etag", ""), str)
     )
+    return cached if sound else None
 
 
 def _member_from_whole(data: bytes, what: str) -> bytes:
