@@ -74,11 +74,10 @@ def test_a_lock_names_every_record_it_cannot_use(tmp_path: Path) -> None:
     make_wheel(house, "c", "1")
     buildrecord.path_of(a).write_text("[1, 2]")
     buildrecord.path_of(b).write_text('{"torch": {"version": null}}')
-    r = run_wh(
-        "lock", "-r", "a", "-r", "b", "-r", "c", "--wheelhouse", house,
-        "--lockfile", tmp_path / "pylock.toml", "--platform", "manylinux_2_28_x86_64",
-        "--python-version", "3.12",
-    )  # fmt: skip
+    lock = ("lock", "-r", "a", "-r", "b", "-r", "c", "--wheelhouse", house, "--lockfile",
+            tmp_path / "pylock.toml", "--platform", "manylinux_2_28_x86_64",
+            "--python-version", "3.12")  # fmt: skip
+    r = run_wh(*lock)
     assert r.returncode == 3, r.stderr
     assert "the build record of 2 locked wheel(s) cannot be used; nothing was locked" in r.stderr
     assert "a-1-py3-none-any.whl.build.json: is not a JSON object (found list)" in r.stderr
@@ -86,11 +85,7 @@ def test_a_lock_names_every_record_it_cannot_use(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr and not (tmp_path / "pylock.toml").exists()
     buildrecord.path_of(a).unlink()
     buildrecord.write(b, {"recipe": {"name": "b"}})  # a sound record: the lock carries it
-    r = run_wh(
-        "lock", "-r", "a", "-r", "b", "-r", "c", "--wheelhouse", house,
-        "--lockfile", tmp_path / "pylock.toml", "--platform", "manylinux_2_28_x86_64",
-        "--python-version", "3.12",
-    )  # fmt: skip
+    r = run_wh(*lock)
     assert r.returncode == 0, r.stderr
     assert (
         '[tool.wh.build-records."b-1-py3-none-any.whl".recipe]'

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
 from wh.app.asked import Asked
 from wh.app.loadscan import verify_findings
 from wh.app.verify import (
@@ -18,7 +16,7 @@ from wh.app.verify import (
     run_checks,
     whole_environment,
 )
-from wh.env.environment import Environment, probe
+from wh.env.environment import Environment, probe, second_copies
 from wh.errors import VerificationFailedError
 from wh.kernels.advice import advice_for
 from wh.model import lockfile as lockmod
@@ -63,17 +61,19 @@ def installed_twice(env: Environment) -> list[Finding]:
     """A warning for each second installed copy of a name (``Environment.shadowed``):
     Python sees the first; an install that replaces it is refused until one is removed."""
     out = []
-    for name, version, where in env.shadowed:
-        first = env.dists.get(canonicalize_name(name))
+    for name, copies in second_copies(env).items():
+        first = env.dists.get(name)
         seen = f"{first.version} at {first.dist_info}" if first is not None else "another copy"
-        out.append(
+        label = first.display_name if first is not None else name
+        out += [
             Finding(
                 True,
                 FindingKind.WARNING,
-                f"{name} is installed twice: {version or 'no version'} at {where} is behind "
-                f"{seen}, the one Python finds (delete the stale copy's metadata folder)",
+                f"{label} is installed twice: {copy} is behind {seen}, the one Python finds "
+                "(delete the stale copy's metadata folder)",
             )
-        )
+            for copy in copies
+        ]
     return out
 
 

@@ -126,6 +126,15 @@ class Environment:
     shadowed: tuple[tuple[str, str, Path | None], ...] = ()
 
 
+def second_copies(env: Environment) -> dict[NormalizedName, list[str]]:
+    """Each name installed more than once, with its copies after the one Python finds
+    (``Environment.shadowed``), each as "VERSION at PATH"."""
+    out: dict[NormalizedName, list[str]] = {}
+    for name, version, where in env.shadowed:
+        out.setdefault(canonicalize_name(name), []).append(f"{version or 'no version'} at {where}")
+    return out
+
+
 def default_python() -> Path:
     """The active environment's interpreter ($VIRTUAL_ENV). Without one there is no target:
     wh never picks the environment it runs from (installing there replaces wh's own

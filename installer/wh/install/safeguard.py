@@ -8,10 +8,10 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName
 
 from wh.cache import verified
-from wh.env.environment import Environment, probe
+from wh.env.environment import Environment, probe, second_copies
 from wh.errors import InstalledTwiceError
 from wh.install import envlock, journal, reserved
 from wh.install.layout import Schemes, WheelLayout, layout
@@ -63,20 +63,16 @@ def preflight(
     return layouts
 
 
-def refuse_installed_twice(env: Environment, changing: Collection[str]) -> None:
+def refuse_installed_twice(env: Environment, changing: Collection[NormalizedName]) -> None:
     """``InstalledTwiceError`` where a distribution the install writes has a second
     installed copy (``Environment.shadowed``): replacing the copy Python sees would leave
     the other's files, and its metadata, behind."""
-    copies: list[tuple[str, str, list[str]]] = []
-    for name in sorted(changing):
-        others = [
-            f"{v or 'no version'} at {p}"
-            for n, v, p in env.shadowed
-            if canonicalize_name(n) == name
-        ]
-        dist = env.dists.get(canonicalize_name(name))
-        if others and dist is not None:
-            copies.append((dist.display_name, f"{dist.version} at {dist.dist_info}", others))
+    others = second_copies(env)
+    copies = [
+        (dist.display_name, f"{dist.version} at {dist.dist_info}", others[name])
+        for name in sorted(changing)
+        if name in others and (dist := env.dists.get(name)) is not None
+    ]
     if copies:
         raise InstalledTwiceError(copies)
 
