@@ -260,7 +260,8 @@ def _break(data: bytearray, start: int, end: int) -> None:
     data[start:end] = broken + bytes(end - start - len(broken))
 
 
-def _central(data: bytearray, name: str) -> int:
+def central_entry(data: bytes | bytearray, name: str) -> int:
+    """Where ``name``'s central directory entry starts in a zip's bytes."""
     at = data.find(b"PK\x01\x02")
     while data[at + 46 : at + 46 + len(name)] != name.encode():
         at = data.find(b"PK\x01\x02", at + 4)
@@ -289,7 +290,7 @@ def metadata_encrypted(d: Path) -> Path:
 
     def flag(data: bytearray, start: int, end: int) -> None:
         name = "evil-1.0.dist-info/METADATA"
-        at = _central(data, name)
+        at = central_entry(data, name)
         data[at + 8] |= 1
         local = int.from_bytes(data[at + 42 : at + 46], "little")
         data[local + 6] |= 1
@@ -314,7 +315,7 @@ def zip_version(d: Path) -> Path:
     path = _std(d, members(files={"evil/__init__.py": b"x = 1\n", "evil/caf\u00e9.py": b""}))
 
     def version(data: bytearray, start: int, end: int) -> None:
-        at = _central(data, "evil/__init__.py")
+        at = central_entry(data, "evil/__init__.py")
         data[at + 6] = 255
         local = int.from_bytes(data[at + 42 : at + 46], "little")
         data[local + 4] = 255

@@ -40,6 +40,7 @@ from wh.wheel.natives import Binary, Natives, read_member, wheel_members, wheel_
 from tests.elforacle import pyelftools_needs
 from tests.factory import make_wheel
 from tests.fixtures import run_wh
+from tests.hostile import central_entry
 
 GCC = shutil.which("gcc")
 MINGW = shutil.which("x86_64-w64-mingw32-gcc")
@@ -948,9 +949,7 @@ def _break_stream(wheel: Path, name: str, keep: int) -> None:
     size = len(contents[name])
     struct.pack_into("<H", data, info.header_offset + 8, 8)  # the local header: deflated
     struct.pack_into("<I", data, info.header_offset + 22, size)
-    central = data.find(b"PK\x01\x02")  # its central directory entry, by its name
-    while data[central + 46 : central + 46 + len(name)] != name.encode():
-        central = data.find(b"PK\x01\x02", central + 4)
+    central = central_entry(data, name)
     struct.pack_into("<H", data, central + 10, 8)  # the central directory: the same
     struct.pack_into("<I", data, central + 24, size)
     wheel.write_bytes(bytes(data))
@@ -996,9 +995,7 @@ def _patch_member(wheel: Path, name: str, *, flags: int = 0, method: int = -1) -
     import struct
 
     data = bytearray(wheel.read_bytes())
-    central = data.find(b"PK\x01\x02")
-    while data[central + 46 : central + 46 + len(name)] != name.encode():
-        central = data.find(b"PK\x01\x02", central + 4)
+    central = central_entry(data, name)
     local = struct.unpack_from("<I", data, central + 42)[0]
     for at in (central + 8, local + 6):
         struct.pack_into("<H", data, at, struct.unpack_from("<H", data, at)[0] | flags)
