@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import itertools
 import random
+import shutil
+import sys
 import zlib
+from pathlib import Path
 from typing import Any
 
 import pytest
+from isal import isal_zlib
 from wh.wheel import deflatetail as dt
 
 
@@ -482,3 +486,120 @@ def test_a_start_in_the_last_bytes_of_a_search_window_is_tried_on_its_full_trial
     assert first == (8 * s, b"\x00")
     start = dt._search(_reader(packed), len(packed), len(noise), at, zlib)
     assert _tail(packed, len(noise), start)[0] == noise[start.offset :]
+
+
+# -- the C search (installer/wh/wheel/_blockscan.c) ------------------------------------------
+
+needs_c = pytest.mark.skipif(
+    dt._blockscan is None,
+    reason="wh's C block search was not built (wh was installed without a C compiler): "
+    "deflatetail searches in Python",
+)
+
+# what zlib's inflate says of a dynamic block header it refuses (inflate.c); anything it
+# says later is about the data after the header
+_HEADER_REFUSALS = (
+    "too many length or distance symbols",
+    "invalid code lengths set",
+    "invalid bit length repeat",
+    "invalid code -- missing end-of-block",
+    "invalid literal/lengths set",
+    "invalid distances set",
+)
+
+
+def _zlib_takes_header(data: bytes, bit: int) -> bool:
+    """Whether zlib reads a dynamic block header at ``bit`` of ``data`` to its end without
+    refusing it, the way ``_trial`` feeds it (behind a lead-in where the bit is inside a
+    byte)."""
+    d = zlib.decompressobj(-15, zdict=dt._MARK_A)
+    try:
+        d.decompress(dt._lead(data, bit) + data[bit // 8 :])
+    except zlib.error as e:
+        return not any(refusal in str(e) for refusal in _HEADER_REFUSALS)
+    return True
+
+
+def _machine_bytes(n: int) -> bytes:
+    """``n`` bytes of real files of this machine: the interpreter, then compiled modules
+    (ISA-L's, zlib's) and the standard library's sources."""
+    files = [Path(sys.executable).resolve(), Path(isal_zlib.__file__)]
+    files += sorted(Path(random.__file__).parent.glob("*.py"))
+    out = bytearray()
+    for f in files:
+        out += f.read_bytes()
+        if len(out) >= n:
+            break
+    return bytes(out[:n])
+
+
+def _search_windows(seed: int) -> list[bytes]:
+    """Windows as the search reads them (4 KiB and what follows): noise, and deflate
+    streams at three levels of synthetic library bytes and of this machine's interpreter."""
+    rnd = random.Random(seed)
+    size = dt.GRAIN + dt.HEADER_BITS + 600
+    real = _machine_bytes(2 << 20)
+    out = [rnd.randbytes(size) for _ in range(4)]
+    for level in (1, 6, 9):
+        for source in (_binaryish(2 << 20, seed), real[: 2 << 20]):
+            packed = _raw(source, level)
+            at = rnd.randrange(0, len(packed) - size)
+            out.append(packed[at : at + size])
+    return out
+
+
+@needs_c
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_the_c_search_keeps_exactly_the_candidates_whose_header_zlib_takes(seed: int) -> None:
+    """Every position the Python search gives and zlib does not refuse the header of, and
+    no other: the C search leaves out only starts whose trial would fail anyway."""
+    assert dt._blockscan is not None
+    kept = 0
+    for data in _search_windows(seed):
+        window = data[: dt.GRAIN + dt.HEADER_BITS]
+        python = [b for b in dt.dynamic_candidates(window) if b < dt.GRAIN * 8]
+        want = [b for b in python if _zlib_takes_header(data, b)]
+        assert dt._blockscan.dynamic_headers(data, dt.GRAIN * 8) == want
+        kept += len(want)
+        assert len(python) > len(want)  # the Python search leaves false starts to the trial
+    assert kept < 40  # few positions in 4 KiB windows pass a whole header
+
+
+@needs_c
+def test_the_c_search_keeps_every_true_block_start_and_reads_only_its_data() -> None:
+    assert dt._blockscan is not None
+    search = dt._blockscan.dynamic_headers
+    packed = _raw(_binaryish(200 << 10, seed=2))
+    for shift in range(8):  # a stream's first block starts a block, at every bit shift
+        data = (int.from_bytes(packed[:20000], "little") << shift).to_bytes(20001, "little")
+        assert shift in search(data, 8 * 8)
+    header_bits = 17 + 3 * 19 + 300  # far less than the first block's whole header
+    assert 0 not in search(packed[: header_bits // 8], 8)  # a header cut short is no start
+    assert search(b"", 0) == []
+    with pytest.raises(ValueError, match="within the data"):
+        search(packed[:10], 81)
+
+
+@needs_c
+@pytest.mark.parametrize("level", [1, 9])
+def test_starts_are_found_the_same_with_the_c_search_and_without_it(
+    level: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _binaryish(3 << 20, seed=level)
+    packed = _raw(data, level)
+    targets = [len(data) - (100 << 10), len(data) // 2, 600 << 10]
+
+    def starts() -> list[dt.Start]:
+        return [dt.find_start(_reader(packed), len(packed), len(data), t) for t in targets]
+
+    with_c = starts()
+    monkeypatch.setattr(dt, "_blockscan", None)
+    assert starts() == with_c
+
+
+def test_the_c_search_is_built_where_a_c_compiler_is() -> None:
+    """``make``'s editable install builds it with the compiler setuptools finds; a wh
+    installed with one and without the search is a broken build, not a fallback."""
+    if not any(shutil.which(cc) for cc in ("cc", "gcc", "clang")):
+        pytest.skip("no C compiler on PATH: wh is installed without its C block search")
+    assert dt._blockscan is not None, "rebuild: .venv/bin/pip install --no-deps -e ."

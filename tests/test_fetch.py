@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
+from wh import __version__
 from wh.airgap.indexclient import parse_html_page, parse_json_page
 from wh.airgap.rangemeta import TAIL, metadata_from_ranges
 from wh.airgap.simpleindex import build_index, core_metadata
@@ -472,6 +473,8 @@ def test_small_real_profile_fetched_locked_bundled_installed_offline(
     unpacked = tmp_path / "offline"
     with zipfile.ZipFile(out) as zf:
         zf.extractall(unpacked)
+    # wh's own wheel is built without its C block search, so it installs on any target
+    assert [w.name for w in unpacked.glob("**/wh-*.whl")] == [f"wh-{__version__}-py3-none-any.whl"]
     target = tmp_path / "target-venv"
     (script,) = unpacked.glob("*/install.sh")
     done = bootstrap_offline(no_network, script, target, base, tmp_path / "offline-cache")

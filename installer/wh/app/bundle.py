@@ -257,12 +257,14 @@ def source_tree() -> Path:
 
 
 def build_wh_wheel(source: Path, dest: Path) -> Path:
-    """``pip wheel --no-deps SOURCE`` (build isolation fetches setuptools from pip's index)."""
+    """``pip wheel --no-deps SOURCE`` (build isolation fetches setuptools from pip's index),
+    pure Python (``WH_PURE_PYTHON=1``, see setup.py): a wheel with wh's C block search
+    would install only on this machine's platform, and a bundle may be for another."""
     progress.status(f"building wh's wheel from {source}")
     with tempfile.TemporaryDirectory(prefix="wh-wheel-") as tmp:
         proc.run(
             [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", tmp, str(source)],
-            env=configured_pip_env(),
+            env={**configured_pip_env(), "WH_PURE_PYTHON": "1"},
             what="pip wheel (building wh)",
         )
         (built,) = Path(tmp).glob("wh-*.whl")

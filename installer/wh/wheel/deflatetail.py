@@ -28,8 +28,11 @@ window goes back to one of them without a new search.
 
 Candidates are found with bit-parallel tests over a window of compressed bytes (a Python
 int holds one bit per stream position): the block type, the code counts, and that the code
-lengths of the code-length code form a complete prefix code, as zlib requires. Stored
-blocks are found by their length and its complement. Everything here is bounded: the
+lengths of the code-length code form a complete prefix code, as zlib requires. Where wh
+was installed with a C compiler, ``_blockscan`` (C) tests the same at each position and
+reads the rest of the header as zlib does, which leaves out the many candidates whose
+header zlib would refuse when tried; each is still tried. Stored blocks are found by
+their length and its complement. Everything here is bounded: the
 search by ``MAX_SEARCH`` bytes and ``MAX_TRIES`` candidates inflated to the end, each of
 those by the member's size, each read by its caller. Finding a start raises only
 ``TailUnavailable``; reading from one raises ``WindowDependent`` (and the inflater's own
@@ -45,6 +48,11 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+try:  # the C search (_blockscan.c); optional, built where wh was installed with a compiler
+    from wh.wheel import _blockscan
+except ImportError:  # not built: the search in Python below, with the same result
+    _blockscan = None  # type: ignore[assignment]
 
 WINDOW = 32 << 10  # deflate's back-reference window
 _MARK_A = bytes(range(256)) * (WINDOW // 256)
@@ -197,6 +205,16 @@ def stored_candidates(window: bytes) -> list[int]:
 
 
 _CL_ORDER = (16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15)
+
+
+def _dynamic_starts(data: bytes, window: bytes, step: int) -> list[int]:
+    """Bit offsets below ``step`` bytes where a dynamic block could start: those whose
+    whole header (read from ``data``) zlib accepts, where the C search was built, else
+    ``dynamic_candidates`` of ``window``. Each is tried with zlib either way, which refuses
+    the header of any the first leaves out, so both give the caller the same starts."""
+    if _blockscan is not None:
+        return _blockscan.dynamic_headers(data, min(step, len(data)) * 8)
+    return [b for b in dynamic_candidates(window) if b < step * 8]
 
 
 def _canonical(lengths: list[int]) -> dict[int, tuple[int, int]]:
@@ -604,7 +622,7 @@ def _candidates(
         # short, a true start would fail the trial), in one read, never past the member
         data = read_at(base, min(step + HEADER_BITS + TRIAL, packed - base))
         window = data[: step + HEADER_BITS]
-        cands = [(b, _lead(window, b)) for b in dynamic_candidates(window) if b < step * 8]
+        cands = [(b, _lead(window, b)) for b in _dynamic_starts(data, window, step)]
         cands += [(8 * i, b"\x00") for i in stored_candidates(window) if i < step]
         for bit, prefix in sorted(cands):
             if not _trial(data, bit, prefix):

@@ -1,0 +1,3 @@
+"""Types of the C block search (_blockscan.c), optional: see deflatetail."""
+
+def dynamic_headers(data: bytes, limit: int, /) -> list[int]: ...
