@@ -205,11 +205,12 @@ static PyObject *dynamic_headers(PyObject *self, PyObject *args)
     const char *buf;
     Py_ssize_t n, limit, p;
     PyObject *out, *item;
-    uint64_t word = 0;
-    uint8_t next = 0;
+    const uint8_t *data;
+    uint64_t lo = 0, hi = 0;
     (void)self;
     if (!PyArg_ParseTuple(args, "y#n:dynamic_headers", &buf, &n, &limit))
         return NULL;
+    data = (const uint8_t *)buf;
     if (limit < 0 || (limit >> 3) + ((limit & 7) != 0) > n) {
         PyErr_SetString(PyExc_ValueError, "limit must lie within the data's bits");
         return NULL;
@@ -218,25 +219,24 @@ static PyObject *dynamic_headers(PyObject *self, PyObject *args)
     if (!out)
         return NULL;
     for (p = 0; p < limit; p++) {
-        /* the first fields at once: 64 bits from ``p`` cover the type, the counts and the
-         * code-length code's lengths (17 + 3 * 19 = 74 bits: the last 10 come from a
-         * second read, needed only where HCLEN asks for more than 15 lengths); the word
-         * is read once per byte and shifted for each bit of it */
+        /* the first fields of the header at ``p``: the type, the counts, and the Kraft sum
+         * of the code-length code's lengths (17 + 3 * 19 = 74 bits, from two words read
+         * once per byte), computed without branches; only the rare position that passes
+         * all of them is read further */
+        unsigned shift = (unsigned)(p & 7), ncode, sum, ok;
         uint64_t v, w;
-        int ncode, sum;
-        if ((p & 7) == 0) {
-            word = peek((const uint8_t *)buf, n, (uint64_t)p);
-            next = p / 8 + 8 < n ? ((const uint8_t *)buf)[p / 8 + 8] : 0;
+        if (shift == 0) {
+            lo = peek(data, n, (uint64_t)p);
+            hi = peek(data, n, (uint64_t)p + 64);
         }
-        v = (p & 7) ? (word >> (p & 7)) | ((uint64_t)next << (64 - (p & 7))) : word;
-        if ((v & 6) != 4 || ((v >> 3) & 31) > 29 || ((v >> 8) & 31) > 29)
-            continue;
-        ncode = (int)((v >> 13) & 15) + 4;
-        w = ncode > 15 ? peek((const uint8_t *)buf, n, (uint64_t)p + 17) : v >> 17;
+        v = shift ? (lo >> shift) | (hi << (64 - shift)) : lo;
+        w = (v >> 17) | ((hi >> shift) << 47);
+        ncode = (unsigned)((v >> 13) & 15) + 4;
         w &= ((uint64_t)1 << (3 * ncode)) - 1; /* lengths past HCLEN + 4 are absent */
         sum = KRAFT4[w & 4095] + KRAFT4[(w >> 12) & 4095] + KRAFT4[(w >> 24) & 4095] +
               KRAFT4[(w >> 36) & 4095] + KRAFT4[(w >> 48) & 4095];
-        if (sum != 128 || !header_ok((const uint8_t *)buf, n, (uint64_t)p))
+        ok = ((v & 6) == 4) & (((v >> 3) & 31) <= 29) & (((v >> 8) & 31) <= 29) & (sum == 128);
+        if (!ok || !header_ok(data, n, (uint64_t)p))
             continue;
         item = PyLong_FromSsize_t(p);
         if (!item || PyList_Append(out, item) < 0) {
