@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import subprocess
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -253,3 +256,57 @@ def test_a_distribution_installed_twice_is_named_before_an_install_replaces_it(
     assert site_snapshot(python) == before
     r = run_wh("verify", "--lockfile", lock, "--python", python)
     assert "lib is installed twice" in r.stdout + r.stderr
+
+
+def test_a_distribution_whose_version_is_not_pep_440_is_named_before_an_install(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    """An installed distribution with version "UNKNOWN" (an old setuptools wrote it). wh's
+    reader passed over it: an install of another name staged everything and then failed
+    in uv ("Failed to read metadata") or pip (InvalidVersion), and an install of its own
+    name was refused saying its files were owned by nothing. Now any install that changes
+    something is refused first, naming it, with nothing changed; `wh verify` warns; and
+    the hint's `pip uninstall` leads to an install that works. Found in a real venv."""
+    from tests.fixtures import site_snapshot
+
+    house = tmp_path / "house"
+    wheels = [make_wheel(house, "app", "1.0"), make_wheel(house, "old", "2.0")]
+    python = new_venv(wheels[:1])
+    (site,) = (python.parent.parent / "lib").glob("python3*/site-packages")
+    (site / "old.py").write_text("x = 0\n")
+    meta = site / "old-UNKNOWN.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: old\nVersion: UNKNOWN\n")
+    files = ("old.py", *(f"old-UNKNOWN.dist-info/{n}" for n in ("METADATA", "RECORD", "INSTALLER")))
+    (meta / "RECORD").write_text("".join(f"{f},,\n" for f in files))
+    (meta / "INSTALLER").write_text("pip\n")
+    lock = tmp_path / "pylock.toml"
+    target = ("--platform", "manylinux_2_17_x86_64", "--python-version", "3.11")
+    r = run_wh("lock", "-r", "app", "-r", "old", "--wheelhouse", house, *target, "--lockfile", lock)
+    assert r.returncode == 0, r.stderr
+    before = site_snapshot(python)
+    for backend in ("uv", "pip"):
+        r = run_wh(
+            "install", "--locked", "--lockfile", lock, "--python", python, "--backend", backend
+        )
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert "1 installed distribution(s) have a version that is not PEP 440" in r.stderr
+        assert f"old 'UNKNOWN' at {meta}: the install writes this name over it" in r.stderr
+        assert site_snapshot(python) == before
+    (hint,) = re.findall(r"`([^`]+ -m pip --python [^`]+ uninstall old)`", r.stderr)
+    r = run_wh("verify", "--lockfile", lock, "--python", python)
+    assert "old is installed with version 'UNKNOWN'" in r.stdout + r.stderr
+    # the hint, as written (wh's pip, told the target: this venv has no pip; pip asks
+    # before it removes), then the same install
+    done = subprocess.run(
+        shlex.split(hint),
+        input="y\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PIP_CONFIG_FILE": os.devnull},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    r = run_wh("install", "--locked", "--lockfile", lock, "--python", python)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (site / "old").is_dir() and not meta.exists()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
@@ -1157,6 +1160,12 @@ class ProcessError(WhError):
     kind = "process"
 
 
+def command_line(cmd: Sequence[str]) -> str:
+    """``cmd`` as the user's shell takes it: cmd.exe's quoting on Windows, POSIX's
+    elsewhere (a path with a space stays one argument)."""
+    return subprocess.list2cmdline(cmd) if os.name == "nt" else shlex.join(cmd)
+
+
 def _capped(lines: Sequence[str], most: int) -> list[str]:
     """The first ``most`` lines, and how many more there are."""
     more = [f"... and {len(lines) - most} more"] if len(lines) > most else []
@@ -1318,6 +1327,36 @@ class OverwriteError(WheelhouseError):
 
     def fields(self) -> dict[str, object]:
         return {"clashes": list(self.clashes), "writers": list(self.writers)}
+
+
+class UnversionedInstalledError(WheelhouseError):
+    """Installed distributions whose version is not PEP 440 stand in the install's way:
+    ``blocking`` holds, for each, (name, its version text, its metadata folder, why it
+    blocks this install); ``uninstall`` is the command that removes them (wh's own pip,
+    told the target: the target may have no pip)."""
+
+    def __init__(
+        self, blocking: Sequence[tuple[str, str, str, str]], uninstall: Sequence[str]
+    ) -> None:
+        self.blocking = tuple(blocking)
+        self.uninstall = tuple(uninstall)
+        super().__init__(
+            f"{len(self.blocking)} installed distribution(s) have a version that is not "
+            "PEP 440; nothing was installed",
+            details=[f"{n} {v!r} at {where}: {why}" for n, v, where, why in self.blocking],
+            hint=f"uninstall them with pip, which removes the files their RECORD lists "
+            f"(`{command_line(self.uninstall)}`), then install again; a release with a "
+            "valid version can be installed back afterwards",
+        )
+
+    def fields(self) -> dict[str, object]:
+        return {
+            "blocking": [
+                {"name": n, "version": v, "dist_info": where, "why": why}
+                for n, v, where, why in self.blocking
+            ],
+            "uninstall": list(self.uninstall),
+        }
 
 
 class InstalledTwiceError(WheelhouseError):

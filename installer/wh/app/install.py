@@ -222,6 +222,7 @@ def _install_locked(
     if note:
         progress.status(note)
     mode = link_mode or _locked(LinkMode, lock, "link-mode", lock.tool.link_mode)
+    safeguard.refuse_unversioned(env, {a.package.name for a in plan.changes})
     # reliability: validate every wheel and refuse overwrites before anything changes
     digests = {a.package.wheel: a.package.sha256 for a in plan.changes}  # checked above
     layouts = safeguard.preflight(

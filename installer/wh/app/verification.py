@@ -17,7 +17,8 @@ from wh.app.verify import (
     whole_environment,
 )
 from wh.env.environment import Environment, probe, second_copies
-from wh.errors import VerificationFailedError
+from wh.errors import VerificationFailedError, command_line
+from wh.install.safeguard import pip_uninstall
 from wh.kernels.advice import advice_for
 from wh.model import lockfile as lockmod
 from wh.model.toolwh import Snippet
@@ -53,6 +54,7 @@ def verify_env(
     findings += ran
     findings += needs_warnings(lock, env)
     findings += installed_twice(env)
+    findings += unversioned(env)
     findings += verify_findings(lock, env)
     return findings
 
@@ -75,6 +77,23 @@ def installed_twice(env: Environment) -> list[Finding]:
             for copy in copies
         ]
     return out
+
+
+def unversioned(env: Environment) -> list[Finding]:
+    """A warning for each installed distribution whose version is not PEP 440
+    (``Environment.unversioned``): wh cannot compare or check it, and every install that
+    changes something is refused until it is uninstalled (``refuse_unversioned``)."""
+    return [
+        Finding(
+            True,
+            FindingKind.WARNING,
+            f"{name} is installed with version {version!r} at {where}, which is not a PEP 440 "
+            f"version: wh cannot check it, and neither uv nor pip can install into this "
+            f"environment while it is there (`{command_line(pip_uninstall(env, [name]))}` "
+            "removes it)",
+        )
+        for name, version, where in env.unversioned
+    ]
 
 
 def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:

@@ -124,6 +124,10 @@ class Environment:
     # the one Python finds first, which ``dists`` holds: a stale dist-info an interrupted
     # upgrade left behind
     shadowed: tuple[tuple[str, str, Path | None], ...] = ()
+    # a distribution whose version is not PEP 440 ("UNKNOWN" from an old setuptools), as
+    # (display name, its version text, its metadata folder): not in ``dists``, whose
+    # versions are ``Version``s; an install refuses to work around it (``refuse_unversioned``)
+    unversioned: tuple[tuple[str, str, Path | None], ...] = ()
 
 
 def second_copies(env: Environment) -> dict[NormalizedName, list[str]]:
@@ -330,10 +334,13 @@ def _environment(python: Path, data: dict[str, Any]) -> Environment:
         python=Path(data["executable"]),
     )
     dists: dict[NormalizedName, InstalledDist] = {}
+    unversioned: list[tuple[str, str, Path | None]] = []
     for d in data["dists"]:
         try:
             version = Version(d["version"])
         except InvalidVersion:
+            where = Path(d["dist_info"]) if d["dist_info"] else None
+            unversioned.append((str(d["name"]), str(d["version"]), where))
             continue
         reqs = []
         for r in d["requires"]:
@@ -364,4 +371,5 @@ def _environment(python: Path, data: dict[str, Any]) -> Environment:
             (str(d["name"]), str(d["version"]), Path(d["dist_info"]) if d["dist_info"] else None)
             for d in data.get("shadowed", ())
         ),
+        unversioned=tuple(unversioned),
     )

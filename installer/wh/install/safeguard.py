@@ -4,15 +4,16 @@ finish a killed one (``recover_env``). The written files are checked by ``checke
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from packaging.utils import NormalizedName
+from packaging.utils import NormalizedName, canonicalize_name
 
 from wh.cache import verified
 from wh.env.environment import Environment, probe, second_copies
-from wh.errors import InstalledTwiceError
+from wh.errors import InstalledTwiceError, UnversionedInstalledError
 from wh.install import envlock, journal, reserved
 from wh.install.layout import Schemes, WheelLayout, layout
 from wh.install.overwrite import clashes, refuse_clashes
@@ -61,6 +62,33 @@ def preflight(
     refuse_installed_twice(env, {lay.name for lay in layouts})
     refuse_clashes(clashes(layouts, env.dists, allow_overwrite=allow_overwrite))
     return layouts
+
+
+def refuse_unversioned(env: Environment, changing: Collection[str]) -> None:
+    """``UnversionedInstalledError`` where an installed distribution whose version is not
+    PEP 440 (``Environment.unversioned``) stands in the way of an install that changes
+    anything: uv and pip both read every installed distribution's metadata and stop at such
+    a version (uv 0.13: "Failed to read metadata"; pip 26: ``InvalidVersion``), after wh
+    would have staged the install; and where the install writes its name, what it
+    replaces could not be compared, nor its files checked."""
+    if not changing:
+        return
+    blocking = []
+    for name, version, where in env.unversioned:
+        why = (
+            "the install writes this name over it"
+            if canonicalize_name(name) in changing
+            else "uv and pip cannot read this environment while it is there"
+        )
+        blocking.append((name, version, str(where) if where else "no metadata folder", why))
+    if blocking:
+        raise UnversionedInstalledError(blocking, pip_uninstall(env, [n for n, *_ in blocking]))
+
+
+def pip_uninstall(env: Environment, names: Sequence[str]) -> list[str]:
+    """The command that uninstalls ``names`` from ``env``: wh's own pip (the target may
+    have none, as a venv uv made has not), told the target's interpreter."""
+    return [sys.executable, "-m", "pip", "--python", str(env.python), "uninstall", *names]
 
 
 def refuse_installed_twice(env: Environment, changing: Collection[NormalizedName]) -> None:
