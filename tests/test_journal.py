@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from wh.cache.stamps import seal, unseal
 from wh.env.environment import probe
-from wh.errors import WheelhouseError
+from wh.errors import JournalError, WheelhouseError
 from wh.install import journal
 from wh.install.layout import Schemes, layout
 from wh.install.overwrite import clashes
@@ -241,3 +244,84 @@ def test_a_signal_while_the_journal_is_made_leaves_no_journal_and_nothing_moved(
         monkeypatch.setattr(journal, hook, real)
         assert not (venv / journal.JOURNAL_DIR).exists(), hook
         assert not diff(before, snapshot(venv)), hook
+
+
+def _damaged(record: dict[str, Any], how: str) -> tuple[dict[str, Any] | list[Any], str]:
+    """``record`` (a journal as JSON) with one field of another shape, and the refusal's
+    words for it."""
+    d = json.loads(json.dumps(record))
+    existed = next(i for i, w in enumerate(d["watched"]) if w["existed"] and w["entries"])
+    match how:
+        case "entries-as-text":  # read as a list, its letters: every other file "new"
+            d["watched"][existed]["entries"] = "lib"
+            return d, f"its watched[{existed}].entries is not a list of paths"
+        case "existed-as-text":  # bool("false") is True, and 0 would remove the folder
+            d["watched"][existed]["existed"] = "false"
+            return d, f"its watched[{existed}].existed is not true or false"
+        case "state":
+            d["state"] = "rolling"
+            return d, "its state is not one of prepared, moved, committed"
+        case "pid":
+            d["pid"] = "12"
+            return d, "its pid is not a number"
+        case "moves":
+            d["moves"] = [*d["moves"], 7]
+            return d, "its moves is not a list of paths"
+        case "writer":
+            d["writers"] = [{"pid": 1, "started": "", "group": "yes"}]
+            return d, "its writers[0].group is not true or false"
+        case "watched":
+            d["watched"] = {"root": "/"}
+            return d, "its watched is not a list"
+    return [d], "it is not a JSON object"
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["entries-as-text", "existed-as-text", "state", "pid", "moves", "writer", "watched", "list"],
+)
+@pytest.mark.parametrize("sealed", [True, False])
+def test_a_journal_with_a_field_of_another_shape_is_refused_and_nothing_touched(
+    venv: Path, tmp_path: Path, how: str, sealed: bool
+) -> None:
+    """A rollback deletes, under each watched folder that existed, what its ``entries``
+    do not name: a damaged journal that read a string as a list of its letters (or
+    "false" as true) would delete files no install wrote. Each field of another shape is
+    refused by name, sealed or not (a journal of an older wh has no seal), and the
+    environment is left as it is."""
+    _begin(venv, tmp_path)
+    _simulate_install(venv)
+    path = venv / ".wh-journal" / "journal.json"
+    record = json.loads(unseal(path.read_text(encoding="utf-8")) or "")
+    bad, words = _damaged(record, how)
+    text = json.dumps(bad)
+    path.write_text(seal(text) if sealed else text, encoding="utf-8")
+    before = snapshot(venv)
+    with pytest.raises(JournalError) as caught:
+        journal.recover_if_needed(venv)
+    assert caught.value.rule == "unreadable" and caught.value.problem == words
+    assert diff(before, snapshot(venv)) == []
+
+
+def test_a_damaged_journal_is_refused_and_one_without_a_seal_still_recovers(
+    venv: Path, tmp_path: Path
+) -> None:
+    """The journal's first line is a sha256 of the rest: a byte changed since (bit rot, an
+    edit) is refused with nothing touched. A journal as a wh before seals wrote it (the
+    same JSON, no seal) is read by its shape and rolled back."""
+    before = snapshot(venv)
+    _begin(venv, tmp_path)
+    _simulate_install(venv)
+    path = venv / ".wh-journal" / "journal.json"
+    raw = path.read_text(encoding="utf-8")
+    text = unseal(raw)
+    assert text is not None and raw.endswith(text)
+    path.write_text(raw.replace('"moved"', '"mowed"'), encoding="utf-8")
+    during = snapshot(venv)
+    with pytest.raises(JournalError, match="a sha256 of the rest, does not match the rest"):
+        journal.recover_if_needed(venv)
+    assert diff(during, snapshot(venv)) == []
+    path.write_text(text, encoding="utf-8")  # unsealed, as an older wh wrote it
+    done = journal.recover_if_needed(venv)
+    assert done is not None and "rolled back the interrupted install of lib 2.0" in done
+    assert diff(before, snapshot(venv)) == []

@@ -68,6 +68,11 @@ def seal(text: str) -> str:
     return f"{_SEAL}{hashlib.sha256(text.encode()).hexdigest()}\n{text}"
 
 
+def is_sealed(raw: str) -> bool:
+    """Whether ``raw`` begins with a seal's line (whether or not it matches)."""
+    return raw.startswith(_SEAL)
+
+
 def unseal(raw: str) -> str | None:
     """The text ``seal`` sealed; None where the seal is missing or does not match."""
     head, sep, text = raw.partition("\n")

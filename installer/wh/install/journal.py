@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from wh import progress, settings
+from wh.cache.stamps import is_sealed, seal, unseal
 from wh.errors import (
     InjectedFaultError,
     InstallFailedError,
@@ -85,25 +86,68 @@ class Record:
 
     @classmethod
     def from_json(cls, text: str) -> Record:
+        """The record ``to_json`` wrote; ``ValueError`` naming the first field of another
+        shape. A rollback deletes what a watched folder's ``entries`` do not name, so a
+        damaged field is never read as something else (a string as a list of letters)."""
         d = json.loads(text)
+        if not isinstance(d, dict):
+            raise ValueError("it is not a JSON object")
+        _field(d.get("state") in STATES, "state", f"one of {', '.join(STATES)}")
+        _field(_is_int(d.get("pid")), "pid", "a number")
+        _field(
+            _is_int(d.get("started")) or isinstance(d.get("started"), float), "started", "a time"
+        )
+        _field(isinstance(d.get("description"), str), "description", "text")
+        watched = d.get("watched")
+        if not isinstance(watched, list):
+            raise ValueError("its watched is not a list")
+        for i, w in enumerate(watched):
+            _field(isinstance(w, dict), f"watched[{i}]", "an object")
+            _field(isinstance(w.get("root"), str), f"watched[{i}].root", "a path")
+            _field(isinstance(w.get("existed"), bool), f"watched[{i}].existed", "true or false")
+            _field(_strings(w.get("entries")), f"watched[{i}].entries", "a list of paths")
+        _field(_strings(d.get("moves")), "moves", "a list of paths")
+        _field(_strings(d.get("pruned", [])), "pruned", "a list of paths")
+        _field(_is_int(d.get("format", FORMAT)), "format", "a number")
+        writers = d.get("writers", [])
+        if not isinstance(writers, list):
+            raise ValueError("its writers is not a list")
+        for i, w in enumerate(writers):
+            _field(isinstance(w, dict), f"writers[{i}]", "an object")
+            _field(_is_int(w.get("pid")), f"writers[{i}].pid", "a number")
+            _field(isinstance(w.get("started"), str), f"writers[{i}].started", "text")
+            _field(isinstance(w.get("what", ""), str), f"writers[{i}].what", "text")
+            _field(isinstance(w.get("group", False), bool), f"writers[{i}].group", "true or false")
         return cls(
             state=d["state"],
-            pid=int(d["pid"]),
+            pid=d["pid"],
             started=float(d["started"]),
-            description=str(d["description"]),
-            watched=tuple(
-                Watched(w["root"], bool(w["existed"]), tuple(w["entries"])) for w in d["watched"]
-            ),
+            description=d["description"],
+            watched=tuple(Watched(w["root"], w["existed"], tuple(w["entries"])) for w in watched),
             moves=tuple(d["moves"]),
             pruned=tuple(d.get("pruned", ())),
-            format=int(d.get("format", FORMAT)),
+            format=d.get("format", FORMAT),
             writers=tuple(
-                Identity(
-                    int(w["pid"]), str(w["started"]), str(w.get("what", "")), bool(w.get("group"))
-                )
-                for w in d.get("writers", ())
+                Identity(w["pid"], w["started"], w.get("what", ""), w.get("group", False))
+                for w in writers
             ),
         )
+
+
+STATES = ("prepared", "moved", "committed")
+
+
+def _field(ok: bool, name: str, shape: str) -> None:
+    if not ok:
+        raise ValueError(f"its {name} is not {shape}")
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _strings(v: object) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
 def journal_dir(prefix: Path) -> Path:
@@ -236,9 +280,11 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _write(jdir: Path, record: Record) -> None:
+    """The record, sealed (its first line a sha256 of the rest: ``read`` refuses a journal
+    damaged since), atomically."""
     tmp = jdir / "journal.json.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(record.to_json())
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write(seal(record.to_json()))
         f.flush()
         os.fsync(f.fileno())
     fsretry.replace(tmp, jdir / "journal.json")  # Windows: a scan of the new file passes
@@ -246,12 +292,21 @@ def _write(jdir: Path, record: Record) -> None:
 
 
 def read(prefix: Path) -> Record | None:
-    """The journal of an unfinished install in ``prefix``, if any."""
+    """The journal of an unfinished install in ``prefix``, if any; ``ValueError`` where it
+    is damaged (its seal does not match) or holds a field of another shape. A journal
+    without a seal (one a wh before seals wrote) is read by its shape alone."""
     path = journal_dir(prefix) / "journal.json"
     try:
-        return Record.from_json(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8", newline="") as f:
+            raw = f.read()
     except FileNotFoundError:
         return None
+    if not is_sealed(raw):
+        return Record.from_json(raw)
+    text = unseal(raw)
+    if text is None:
+        raise ValueError("its first line, a sha256 of the rest, does not match the rest")
+    return Record.from_json(text)
 
 
 class Transaction:
