@@ -310,3 +310,34 @@ def test_a_distribution_whose_version_is_not_pep_440_is_named_before_an_install(
     r = run_wh("install", "--locked", "--lockfile", lock, "--python", python)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (site / "old").is_dir() and not meta.exists()
+
+
+def test_verify_says_what_it_could_not_read_of_the_installed_metadata(
+    tmp_path: Path, new_venv: Callable[..., Path]
+) -> None:
+    """A metadata folder that names no distribution, and a requirement that is not PEP 508
+    (`lib (>=1`), were passed over in silence: the first's files counted as owned by
+    nothing, and the dependency check passed without the second. `wh verify` now warns of
+    each (and still passes: they are warnings)."""
+    house = tmp_path / "house"
+    wheels = [make_wheel(house, "app", "1.0", ["lib>=1"]), make_wheel(house, "lib", "1.0")]
+    python = new_venv(wheels)
+    (site,) = (python.parent.parent / "lib").glob("python3*/site-packages")
+    ghost = site / "ghost-1.0.dist-info"
+    ghost.mkdir()
+    (ghost / "METADATA").write_text("Metadata-Version: 2.1\nVersion: 1.0\n")
+    odd = site / "odd-1.0.dist-info"
+    odd.mkdir()
+    (odd / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: odd\nVersion: 1.0\nRequires-Dist: lib (>=1\n"
+    )
+    lock = tmp_path / "pylock.toml"
+    target = ("--platform", "manylinux_2_17_x86_64", "--python-version", "3.11")
+    r = run_wh("lock", "-r", "app", "--wheelhouse", house, *target, "--lockfile", lock)
+    assert r.returncode == 0, r.stderr
+    r = run_wh("verify", "--lockfile", lock, "--python", python)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert f"the metadata at {ghost} names no distribution (no Name)" in out
+    assert "odd requires 'lib (>=1', which is not a PEP 508 requirement (" in out
+    assert "the dependency check did not follow it" in out

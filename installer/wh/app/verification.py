@@ -55,6 +55,7 @@ def verify_env(
     findings += needs_warnings(lock, env)
     findings += installed_twice(env)
     findings += unversioned(env)
+    findings += unread_metadata(env)
     findings += verify_findings(lock, env)
     return findings
 
@@ -94,6 +95,32 @@ def unversioned(env: Environment) -> list[Finding]:
         )
         for name, version, where in env.unversioned
     ]
+
+
+def unread_metadata(env: Environment) -> list[Finding]:
+    """A warning for what wh could not read of the installed metadata: a metadata folder
+    that names no distribution (its files are owned by nothing), and a requirement that
+    is not PEP 508 (the closure check above could not follow it: it passed without it)."""
+    out = [
+        Finding(
+            True,
+            FindingKind.WARNING,
+            f"the metadata at {where} names no distribution (no Name): wh cannot tell what "
+            "it installed, and its files count as owned by nothing (reinstall the package it "
+            "belongs to, or delete the folder)",
+        )
+        for where in env.nameless
+    ]
+    out += [
+        Finding(
+            True,
+            FindingKind.WARNING,
+            f"{name} requires {text!r}, which is not a PEP 508 requirement ({why}): the "
+            "dependency check did not follow it",
+        )
+        for name, text, why in env.unparsed
+    ]
+    return out
 
 
 def needs_warnings(lock: lockmod.Lock, env: Environment) -> list[Finding]:

@@ -53,11 +53,14 @@ def headers(d):
     return HeaderParser().parsestr(text[: min(cuts) + 1] if cuts else text)
 dists = []
 shadowed = []  # a second copy of a name, which Python does not see (a stale dist-info)
+nameless = []  # metadata folders whose metadata names no distribution
 seen = set()
 for d in md.distributions():
     meta = headers(d)
     name = meta["Name"]
     if not name:
+        path = getattr(d, "_path", None)
+        nameless.append(str(path) if path else None)
         continue
     key = name.lower().replace("_", "-").replace(".", "-")
     path = getattr(d, "_path", None)
@@ -95,6 +98,7 @@ answer = json.dumps({
     "markers": markers.default_environment(),
     "dists": dists,
     "shadowed": shadowed,
+    "nameless": nameless,
     "sys_path": [p for p in sys.path if p],
 })
 # The answer goes to the file wh named, never to stdout: a .pth file may print at start-up
@@ -128,6 +132,11 @@ class Environment:
     # (display name, its version text, its metadata folder): not in ``dists``, whose
     # versions are ``Version``s; an install refuses to work around it (``refuse_unversioned``)
     unversioned: tuple[tuple[str, str, Path | None], ...] = ()
+    # what wh could not read of the installed metadata, each said by ``wh verify``: a
+    # metadata folder that names no distribution (its files are then owned by nothing), and
+    # a requirement that is not PEP 508, as (distribution, the requirement's text, why)
+    nameless: tuple[Path | None, ...] = ()
+    unparsed: tuple[tuple[str, str, str], ...] = ()
 
 
 def second_copies(env: Environment) -> dict[NormalizedName, list[str]]:
@@ -335,6 +344,7 @@ def _environment(python: Path, data: dict[str, Any]) -> Environment:
     )
     dists: dict[NormalizedName, InstalledDist] = {}
     unversioned: list[tuple[str, str, Path | None]] = []
+    unparsed: list[tuple[str, str, str]] = []
     for d in data["dists"]:
         try:
             version = Version(d["version"])
@@ -346,8 +356,8 @@ def _environment(python: Path, data: dict[str, Any]) -> Environment:
         for r in d["requires"]:
             try:
                 reqs.append(Requirement(r))
-            except InvalidRequirement:
-                continue
+            except InvalidRequirement as exc:
+                unparsed.append((str(d["name"]), str(r), str(exc).splitlines()[0]))
         name = canonicalize_name(d["name"])
         dists[name] = InstalledDist(
             name=name,
@@ -372,4 +382,6 @@ def _environment(python: Path, data: dict[str, Any]) -> Environment:
             for d in data.get("shadowed", ())
         ),
         unversioned=tuple(unversioned),
+        nameless=tuple(Path(p) if p else None for p in data.get("nameless", ())),
+        unparsed=tuple(unparsed),
     )
