@@ -9,7 +9,7 @@ import re
 import shlex
 import subprocess
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -223,6 +223,24 @@ def test_a_shared_wheel_whose_record_cannot_be_read_is_left_to_the_install(
     ]
 
 
+def _site(python: Path) -> Path:
+    (site,) = (python.parent.parent / "lib").glob("python3*/site-packages")
+    return site
+
+
+def _plant(site: Path, folder: str, metadata: str, files: Sequence[str] = ()) -> Path:
+    """A metadata folder in ``site`` as a broken or stale install leaves one: its METADATA
+    headers, and where ``files`` are given a RECORD of them (the folder's own included)."""
+    meta = site / folder
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\n" + metadata)
+    if files:
+        own = [f"{folder}/{n}" for n in ("METADATA", "RECORD", "INSTALLER")]
+        (meta / "RECORD").write_text("".join(f"{f},,\n" for f in (*files, *own)))
+        (meta / "INSTALLER").write_text("pip\n")
+    return meta
+
+
 def test_a_distribution_installed_twice_is_named_before_an_install_replaces_it(
     tmp_path: Path, new_venv: Callable[..., Path]
 ) -> None:
@@ -237,10 +255,7 @@ def test_a_distribution_installed_twice_is_named_before_an_install_replaces_it(
     house = tmp_path / "house"
     wheels = [make_wheel(house, "app", "1.0", ["lib>=1"]), make_wheel(house, "lib", "1.0")]
     python = new_venv(wheels)
-    (site,) = (python.parent.parent / "lib").glob("python3*/site-packages")
-    stale = site / "lib-9.9.dist-info"
-    stale.mkdir()
-    (stale / "METADATA").write_text("Metadata-Version: 2.1\nName: lib\nVersion: 9.9\n")
+    _plant(_site(python), "lib-9.9.dist-info", "Name: lib\nVersion: 9.9\n")
     lock = tmp_path / "pylock.toml"
     # a lock of the wheelhouse alone: which copy Python finds first follows the folder's
     # listing order, so the reinstall below writes lib whichever it is
@@ -272,14 +287,9 @@ def test_a_distribution_whose_version_is_not_pep_440_is_named_before_an_install(
     house = tmp_path / "house"
     wheels = [make_wheel(house, "app", "1.0"), make_wheel(house, "old", "2.0")]
     python = new_venv(wheels[:1])
-    (site,) = (python.parent.parent / "lib").glob("python3*/site-packages")
+    site = _site(python)
     (site / "old.py").write_text("x = 0\n")
-    meta = site / "old-UNKNOWN.dist-info"
-    meta.mkdir()
-    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: old\nVersion: UNKNOWN\n")
-    files = ("old.py", *(f"old-UNKNOWN.dist-info/{n}" for n in ("METADATA", "RECORD", "INSTALLER")))
-    (meta / "RECORD").write_text("".join(f"{f},,\n" for f in files))
-    (meta / "INSTALLER").write_text("pip\n")
+    meta = _plant(site, "old-UNKNOWN.dist-info", "Name: old\nVersion: UNKNOWN\n", ["old.py"])
     lock = tmp_path / "pylock.toml"
     target = ("--platform", "manylinux_2_17_x86_64", "--python-version", "3.11")
     r = run_wh("lock", "-r", "app", "-r", "old", "--wheelhouse", house, *target, "--lockfile", lock)
@@ -322,15 +332,8 @@ def test_verify_says_what_it_could_not_read_of_the_installed_metadata(
     house = tmp_path / "house"
     wheels = [make_wheel(house, "app", "1.0", ["lib>=1"]), make_wheel(house, "lib", "1.0")]
     python = new_venv(wheels)
-    (site,) = (python.parent.parent / "lib").glob("python3*/site-packages")
-    ghost = site / "ghost-1.0.dist-info"
-    ghost.mkdir()
-    (ghost / "METADATA").write_text("Metadata-Version: 2.1\nVersion: 1.0\n")
-    odd = site / "odd-1.0.dist-info"
-    odd.mkdir()
-    (odd / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: odd\nVersion: 1.0\nRequires-Dist: lib (>=1\n"
-    )
+    ghost = _plant(_site(python), "ghost-1.0.dist-info", "Version: 1.0\n")
+    _plant(_site(python), "odd-1.0.dist-info", "Name: odd\nVersion: 1.0\nRequires-Dist: lib (>=1\n")
     lock = tmp_path / "pylock.toml"
     target = ("--platform", "manylinux_2_17_x86_64", "--python-version", "3.11")
     r = run_wh("lock", "-r", "app", "--wheelhouse", house, *target, "--lockfile", lock)
