@@ -327,8 +327,9 @@ def test_verify_says_what_it_could_not_read_of_the_installed_metadata(
 ) -> None:
     """A metadata folder that names no distribution, and a requirement that is not PEP 508
     (`lib (>=1`), were passed over in silence: the first's files counted as owned by
-    nothing, and the dependency check passed without the second. `wh verify` now warns of
-    each (and still passes: they are warnings)."""
+    nothing, and the dependency checks passed without the second. `wh verify` now warns
+    of each (and still passes: they are warnings), and an install says it cannot check
+    the requirement."""
     house = tmp_path / "house"
     wheels = [make_wheel(house, "app", "1.0", ["lib>=1"]), make_wheel(house, "lib", "1.0")]
     python = new_venv(wheels)
@@ -344,3 +345,8 @@ def test_verify_says_what_it_could_not_read_of_the_installed_metadata(
     assert f"the metadata at {ghost} names no distribution (no Name)" in out
     assert "odd requires 'lib (>=1', which is not a PEP 508 requirement (" in out
     assert "the dependency check did not follow it" in out
+    # an install that changes lib cannot check odd's requirement on it either: it says so
+    r = run_wh("install", "--locked", "--lockfile", lock, "--python", python, "--reinstall")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "wh cannot tell whether this plan breaks it" in out
