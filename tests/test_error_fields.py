@@ -1591,3 +1591,19 @@ def test_the_cli_prints_the_fields_of_a_malformed_profile(tmp_path: Path) -> Non
         "value": "conda",
         "expected": ["auto", "uv", "pip"],
     }
+
+
+def test_a_hint_command_keeps_a_path_with_a_space_one_argument(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The uninstall a refusal of a distribution with a version that is not PEP 440 hints,
+    quoted for the user's shell: POSIX here, cmd.exe's rules where os.name is "nt"."""
+    cmd = ["/opt/wh env/bin/python", "-m", "pip", "--python", "/v 1/bin/python", "uninstall", "x"]
+    err = errors.UnversionedInstalledError([("x", "UNKNOWN", "/v 1/x.dist-info", "why")], cmd)
+    assert "`'/opt/wh env/bin/python' -m pip --python '/v 1/bin/python' uninstall x`" in str(
+        err.hint
+    )
+    assert err.fields()["uninstall"] == cmd
+    win = [r"C:\Program Files\wh\python.exe", "-m", "pip", "uninstall", "x"]
+    monkeypatch.setattr(errors.os, "name", "nt")
+    assert errors.command_line(win) == r'"C:\Program Files\wh\python.exe" -m pip uninstall x'
