@@ -294,6 +294,11 @@ def test_a_distribution_whose_version_is_not_pep_440_is_named_before_an_install(
     target = ("--platform", "manylinux_2_17_x86_64", "--python-version", "3.11")
     r = run_wh("lock", "-r", "app", "-r", "old", "--wheelhouse", house, *target, "--lockfile", lock)
     assert r.returncode == 0, r.stderr
+    # a lock for the live environment says so first
+    live = run_wh("lock", "-r", "app", "-r", "old", "--wheelhouse", house, "--python", python,
+                  "--lockfile", tmp_path / "live.toml")  # fmt: skip
+    assert live.returncode == 0, live.stderr
+    assert f"warning: old 'UNKNOWN' at {meta} has a version that is not PEP 440" in live.stderr
     before = site_snapshot(python)
     for backend in ("uv", "pip"):
         r = run_wh(
