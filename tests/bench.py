@@ -134,7 +134,32 @@ def checkout(rev: str, into: Path) -> Tree:
             f"(only theirs: {sorted(set(theirs) - set(ours))}; only ours: "
             f"{sorted(set(ours) - set(theirs))}); pick a commit with the same dependencies"
         )
+    if (into / "setup.py").is_file():  # its C part, built in place as an editable install
+        # builds it (where that fails, it runs without it, and the machine line says so)
+        subprocess.run(
+            [sys.executable, "-c", BUILD_EXT], cwd=into, capture_output=True, check=False
+        )
     return Tree.at(into, f"baseline {sha[:7]}")
+
+
+# a checkout's extension modules as its setup.py declares them, built in place by this
+# venv's setuptools, which need not read its pyproject.toml (a newer setuptools may be
+# what that asks for)
+BUILD_EXT = r"""
+import setuptools
+declared = {}
+setuptools.setup = lambda **kw: declared.update(kw)
+source = open("setup.py", encoding="utf-8").read()
+exec(compile(source, "setup.py", "exec"), {"__name__": "__main__"})
+from setuptools.command.build_ext import build_ext
+dist = setuptools.Distribution(
+    {"ext_modules": declared.get("ext_modules", []), "package_dir": {"": "installer"}}
+)
+cmd = build_ext(dist)
+cmd.inplace = True
+cmd.ensure_finalized()
+cmd.run()
+"""
 
 
 # --- child programs (self-contained, so they also run against another wh checkout) ---------
@@ -1249,6 +1274,13 @@ def main(argv: list[str] | None = None) -> int:
                 env=t.env(bench.base),
             )
             desc += f"; {t.label}: {Path(where.out.strip()).parent}"
+            # the load check's block search is in C only where that tree's module was built
+            built = run(
+                [PY, "-c", f"import {t.package}.wheel._blockscan"],
+                env=t.env(bench.base),
+                check=False,
+            )
+            desc += f" (block search in {'C' if built.rc == 0 else 'Python'})"
         print(f"machine: {desc}", flush=True)
         if "resolve" in only:
             bench.resolve_section()
