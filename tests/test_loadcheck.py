@@ -36,6 +36,7 @@ from wh.model.profile import Profile
 from wh.model.target import declared
 from wh.wheel import natives as nat
 from wh.wheel.natives import Binary, Natives, read_member, wheel_members, wheel_natives
+from wh.wheel.nativesread import natives_digest
 
 from tests.elforacle import pyelftools_needs
 from tests.factory import make_wheel
@@ -628,7 +629,8 @@ def test_a_fetched_wheelhouse_record_stands_for_its_wheel_only_at_that_digest(
 ) -> None:
     """`wh fetch` records each wheel's natives in the wheelhouse by sha256; a lock with an
     empty cache takes a record for the wheel whose digest it names, and reads the wheel
-    where the record names another digest, is of another format or the wheel changed."""
+    where the record names another digest, is of another format, its natives do not match
+    the sha256 it holds of them (damaged), or the wheel changed."""
     house = tmp_path / "wh"
     _torch_stack(house, elf)
     tag = "cp310-abi3-manylinux2014_x86_64"
@@ -640,8 +642,10 @@ def test_a_fetched_wheelhouse_record_stands_for_its_wheel_only_at_that_digest(
     data = json.loads(record.read_text())
     assert data["sha256"] == digests[kernel]
     assert Natives.from_json(data["natives"]) == wheel_natives(kernel)
-    # a record that says the kernel needs nothing: a lock that took it locks
-    quiet = {**data, "natives": Natives(wheel_natives(kernel).libraries, ()).to_json()}
+    # a record that says the kernel needs nothing (and holds the sha256 of what it says,
+    # as a forger would write it): a lock that took it locks
+    hidden = Natives(wheel_natives(kernel).libraries, ()).to_json()
+    quiet = {**data, "natives": hidden, "natives-sha256": natives_digest(hidden)}
     caches = iter(range(100))
 
     def lock() -> subprocess.CompletedProcess[str]:
@@ -657,6 +661,8 @@ def test_a_fetched_wheelhouse_record_stands_for_its_wheel_only_at_that_digest(
         {**quiet, "stamp": {**quiet["stamp"], "format": -1}},
         {**quiet, "stamp": {**quiet["stamp"], "reader": "0" * 64}},  # another reader's code
         {"stamp": quiet["stamp"], "sha256": digests[kernel]},
+        {**quiet, "natives-sha256": data["natives-sha256"]},  # damaged since it was written
+        {k: v for k, v in quiet.items() if k != "natives-sha256"},  # from before the sha256
     ):
         record.write_text(json.dumps(bad))
         r = lock()

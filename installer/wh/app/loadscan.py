@@ -30,7 +30,7 @@ from wh.model.toolwh import AllowedMissing, BuildRecord, LoadCheck
 from wh.settings import cache_dir
 from wh.wheel import natives as nat
 from wh.wheel import record
-from wh.wheel.nativesread import Reading
+from wh.wheel.nativesread import Reading, natives_digest
 
 if TYPE_CHECKING:
     from wh.env.environment import Environment
@@ -105,9 +105,11 @@ def _cached(sha256: str) -> nat.Natives | None:
 # RECORDS/<sha256>.json. A lock of that wheelhouse reads a record instead of inflating the
 # wheel's libraries, only when the record names the digest the lock itself computed for the
 # wheel and was written by the same reader (format, limits, and the digest of its code:
-# ``natives.reader_digest``); any other record (another digest, another reader, unreadable)
-# is ignored and the wheel read. A wheelhouse no fetch made has no records: its wheels are
-# read.
+# ``natives.reader_digest``), and only when its natives match the sha256 it holds of them
+# (``natives-sha256``: a record is plain JSON, for the helper and for people, so it is not
+# sealed like the caches); any other record (another digest, another reader, damaged,
+# unreadable) is ignored and the wheel read. A wheelhouse no fetch made has no records: its
+# wheels are read.
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -125,6 +127,7 @@ def _recorded(wheel: Path, sha256: str) -> nat.Natives | None:
             isinstance(data, dict)
             and data.get("stamp") == _stamp()
             and data.get("sha256") == sha256
+            and data.get("natives-sha256") == natives_digest(data.get("natives"))
         ):
             return nat.Natives.from_json(data["natives"])
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
@@ -166,7 +169,8 @@ def record_wheelhouse(digests: Mapping[Path, str]) -> int:
             "size": path.stat().st_size,
             "natives": read[path].to_json(),
         }
-        write_json(_record_path(path, sha256), data, sealed=False)  # read by the lock's helper
+        data["natives-sha256"] = natives_digest(data["natives"])  # plain JSON, not sealed:
+        write_json(_record_path(path, sha256), data, sealed=False)  # the helper reads it
     return len(todo)
 
 

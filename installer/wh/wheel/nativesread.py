@@ -14,6 +14,7 @@ wheel. It writes nothing else anywhere; the lock kills it when done.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -135,6 +136,12 @@ def contested(paths: Sequence[Path]) -> set[Path]:
 # -- the child process --------------------------------------------------------------------
 
 
+def natives_digest(natives: object) -> str:
+    """The sha256 of a record's natives (their JSON, keys sorted), which the record holds
+    beside them: a record whose natives were damaged since it was written is not taken."""
+    return hashlib.sha256(json.dumps(natives, sort_keys=True).encode()).hexdigest()
+
+
 def recorded(paths: Sequence[Path], records: str) -> set[Path]:
     """The wheels among ``paths`` that ``wh fetch`` recorded with this reader: a record in
     the ``records`` folder beside the wheel, naming its file name and size and stamped
@@ -155,7 +162,8 @@ def recorded(paths: Sequence[Path], records: str) -> set[Path]:
                 with open(name, encoding="utf-8") as f:
                     data = json.load(f)
                 stamp = data["stamp"]
-                if {k: stamp.get(k) for k in reader} == reader:
+                whole = data.get("natives-sha256") == natives_digest(data["natives"])
+                if whole and {k: stamp.get(k) for k in reader} == reader:
                     known.add((folder, str(data["wheel"]), int(data["size"])))
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 continue
