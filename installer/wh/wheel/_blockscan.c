@@ -103,17 +103,10 @@ static int header_ok(const uint8_t *d, Py_ssize_t n, uint64_t p)
     memset(count, 0, sizeof count);
     for (i = 0; i < 19; i++)
         count[cl[i]]++;
-    {
-        /* the code-length code must be complete (zlib refuses an incomplete one here) */
-        int64_t left = 1;
-        for (k = 1; k <= 7; k++) {
-            left = (left << 1) - count[k];
-            if (left < 0)
-                return 0;
-        }
-        if (left != 0)
-            return 0;
-    }
+    /* the code-length code must be complete: zlib refuses an incomplete one here, even of
+     * a single code, and one of no codes at all cannot code the lengths */
+    if (count[0] == 19 || !code_ok(count, 7, 0))
+        return 0;
     {
         /* canonical codes, first bit read as the top bit: the table is indexed by the
          * next 7 bits low bit first, so each code is entered bit-reversed */
