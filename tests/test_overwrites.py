@@ -298,7 +298,8 @@ def test_a_distribution_whose_version_is_not_pep_440_is_named_before_an_install(
     live = run_wh("lock", "-r", "app", "-r", "old", "--wheelhouse", house, "--python", python,
                   "--lockfile", tmp_path / "live.toml")  # fmt: skip
     assert live.returncode == 0, live.stderr
-    assert f"warning: old 'UNKNOWN' at {meta} has a version that is not PEP 440" in live.stderr
+    said = f"warning: old is installed with version 'UNKNOWN' at {meta}, which is not a PEP 440"
+    assert said + " version" in live.stderr
     before = site_snapshot(python)
     for backend in ("uv", "pip"):
         r = run_wh(

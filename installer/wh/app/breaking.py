@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from packaging.utils import NormalizedName, canonicalize_name
+from packaging.utils import NormalizedName
 
 from wh import progress
-from wh.env.environment import Environment
+from wh.env.environment import Environment, unparsed_requirements
 from wh.errors import BreakingPlanError
 from wh.install.outside import broken_by
 
@@ -25,9 +25,6 @@ def refuse_breaking(
         names = [b.dist.split()[0] for b in broken]
         raise BreakingPlanError(env.python, [str(b) for b in broken], names)
     if after:  # what could not be checked is said, not passed over
-        for name, text, why in env.unparsed:
-            if canonicalize_name(name) not in covered:
-                progress.status(
-                    f"warning: {name} requires {text!r}, which is not a PEP 508 requirement "
-                    f"({why}): wh cannot tell whether this plan breaks it"
-                )
+        for name, note in unparsed_requirements(env):
+            if name not in covered:
+                progress.status(f"warning: {note}: wh cannot tell whether this plan breaks it")

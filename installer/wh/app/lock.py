@@ -25,10 +25,9 @@ from wh.errors import (
     ProtectionError,
     ResolutionError,
     WheelhouseError,
-    command_line,
 )
 from wh.install.overwrite import between_wheels
-from wh.install.safeguard import pip_uninstall
+from wh.install.safeguard import unversioned_notes
 from wh.install.validate import refuse_ambiguous
 from wh.model import lockfile as lockmod
 from wh.model.candidates import CandidateIndex
@@ -163,12 +162,8 @@ def do_lock(
                 frozenset(resolution.packages),
             )
         if env is not None:  # said now, not first at the install it would refuse
-            for shown, version, where in env.unversioned:
-                progress.status(
-                    f"warning: {shown} {version!r} at {where} has a version that is not PEP 440: "
-                    "an install that changes anything here is refused until it is uninstalled "
-                    f"(`{command_line(pip_uninstall(env, [shown]))}`)"
-                )
+            for note in unversioned_notes(env):
+                progress.status(f"warning: {note}")
         skipped = tuple((r.filename, r.reason) for r in resolution.rejected)
         records = build_records(resolution)
         # refuse a lock that cannot load (every problem at once), before anything is written

@@ -16,9 +16,9 @@ from wh.app.verify import (
     run_checks,
     whole_environment,
 )
-from wh.env.environment import Environment, probe, second_copies
-from wh.errors import VerificationFailedError, command_line
-from wh.install.safeguard import pip_uninstall
+from wh.env.environment import Environment, probe, second_copies, unparsed_requirements
+from wh.errors import VerificationFailedError
+from wh.install.safeguard import unversioned_notes
 from wh.kernels.advice import advice_for
 from wh.model import lockfile as lockmod
 from wh.model.toolwh import Snippet
@@ -84,17 +84,7 @@ def unversioned(env: Environment) -> list[Finding]:
     """A warning for each installed distribution whose version is not PEP 440
     (``Environment.unversioned``): wh cannot compare or check it, and every install that
     changes something is refused until it is uninstalled (``refuse_unversioned``)."""
-    return [
-        Finding(
-            True,
-            FindingKind.WARNING,
-            f"{name} is installed with version {version!r} at {where}, which is not a PEP 440 "
-            f"version: wh cannot check it, and neither uv nor pip can install into this "
-            f"environment while it is there (`{command_line(pip_uninstall(env, [name]))}` "
-            "removes it)",
-        )
-        for name, version, where in env.unversioned
-    ]
+    return [Finding(True, FindingKind.WARNING, note) for note in unversioned_notes(env)]
 
 
 def unread_metadata(env: Environment) -> list[Finding]:
@@ -112,13 +102,8 @@ def unread_metadata(env: Environment) -> list[Finding]:
         for where in env.nameless
     ]
     out += [
-        Finding(
-            True,
-            FindingKind.WARNING,
-            f"{name} requires {text!r}, which is not a PEP 508 requirement ({why}): the "
-            "dependency check did not follow it",
-        )
-        for name, text, why in env.unparsed
+        Finding(True, FindingKind.WARNING, f"{note}: the dependency check did not follow it")
+        for _, note in unparsed_requirements(env)
     ]
     return out
 

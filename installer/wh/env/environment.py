@@ -148,6 +148,18 @@ def second_copies(env: Environment) -> dict[NormalizedName, list[str]]:
     return out
 
 
+def unparsed_requirements(env: Environment) -> list[tuple[NormalizedName, str]]:
+    """Each ``Environment.unparsed`` requirement, with its distribution's name, as "NAME
+    requires 'TEXT', which is not a PEP 508 requirement (WHY)"."""
+    return [
+        (
+            canonicalize_name(name),
+            f"{name} requires {text!r}, which is not a PEP 508 requirement ({why})",
+        )
+        for name, text, why in env.unparsed
+    ]
+
+
 def default_python() -> Path:
     """The active environment's interpreter ($VIRTUAL_ENV). Without one there is no target:
     wh never picks the environment it runs from (installing there replaces wh's own

@@ -13,7 +13,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 
 from wh.cache import verified
 from wh.env.environment import Environment, probe, second_copies
-from wh.errors import InstalledTwiceError, UnversionedInstalledError
+from wh.errors import InstalledTwiceError, UnversionedInstalledError, command_line
 from wh.install import envlock, journal, reserved
 from wh.install.layout import Schemes, WheelLayout, layout
 from wh.install.overwrite import clashes, refuse_clashes
@@ -83,6 +83,17 @@ def refuse_unversioned(env: Environment, changing: Collection[str]) -> None:
         blocking.append((name, version, str(where) if where else "no metadata folder", why))
     if blocking:
         raise UnversionedInstalledError(blocking, pip_uninstall(env, [n for n, *_ in blocking]))
+
+
+def unversioned_notes(env: Environment) -> list[str]:
+    """What ``wh lock`` and ``wh verify`` say of each ``Environment.unversioned``
+    distribution: what it stops, and the command that removes it."""
+    return [
+        f"{name} is installed with version {version!r} at {where}, which is not a PEP 440 "
+        "version: wh cannot check it, and an install that changes anything here is refused "
+        f"while it is there (`{command_line(pip_uninstall(env, [name]))}` removes it)"
+        for name, version, where in env.unversioned
+    ]
 
 
 def pip_uninstall(env: Environment, names: Sequence[str]) -> list[str]:
