@@ -28,46 +28,18 @@ from pathlib import Path
 
 import pytest
 import tomllib
-import urllib3
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from wh.airgap.indexclient import _pool_manager
+from packaging.utils import canonicalize_name, parse_wheel_filename
 from wh.model.target import declared
 from wh.wheel.natives import is_library_name
 
 from tests.fixtures import run_wh
+from tests.indexfiles import INDEX, central_directory_offset, get, wheel_file
 
 pytestmark = pytest.mark.network
 
-INDEX = "https://pypi.org/simple"
 PLATFORM = ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.12")
+TARGET = declared("manylinux_2_28_x86_64", "3.12")
 FETCH_LIMIT = {"sglang-kernel": 17 << 20, "torch": 4 << 20, "nvidia-cuda-runtime-cu12": 4 << 20}
-
-
-# wh's own connection pool (its certificates and proxy), with more patience per request:
-# the fixture makes a few hundred requests in a burst, and one dropped connection or a
-# moment without name resolution must not turn the whole module into errors
-_POOL = _pool_manager()
-_PATIENT = urllib3.Retry(
-    total=8,
-    backoff_factor=1.0,
-    status_forcelist=(429, 500, 502, 503, 504),
-    allowed_methods=frozenset({"GET"}),
-    raise_on_status=False,
-)
-
-
-def _get(url: str, start: int | None = None, end: int | None = None) -> bytes:
-    headers = {"Accept": "application/vnd.pypi.simple.v1+json"}
-    if start is not None:
-        headers = {"Range": f"bytes={start}-{(end or 0) - 1}"}
-    timeout = urllib3.Timeout(connect=30, read=120)
-    r = _POOL.request("GET", url, headers=headers, retries=_PATIENT, timeout=timeout)
-    if r.status >= 400:
-        raise RuntimeError(f"{url}: {r.status} {r.reason}")
-    if start is not None and r.status != 206:
-        raise RuntimeError(f"{url}: the server ignored the range request ({r.status})")
-    data: bytes = r.data
-    return data
 
 
 def _pins(tmp_path: Path) -> list[tuple[str, str]]:
@@ -113,38 +85,19 @@ def _pins(tmp_path: Path) -> list[tuple[str, str]]:
     return pins
 
 
-def _wheel_file(name: str, version: str) -> dict[str, object]:
-    target = declared("manylinux_2_28_x86_64", "3.12")
-    files = json.loads(_get(f"{INDEX}/{canonicalize_name(name)}/"))["files"]
-    best: tuple[int, dict[str, object]] | None = None
-    for f in files:
-        fn = str(f["filename"])
-        if not fn.endswith(".whl") or f.get("yanked"):
-            continue
-        try:
-            _n, v, _b, tags = parse_wheel_filename(fn)
-        except InvalidWheelFilename:  # old uploads with names packaging refuses
-            continue
-        rank = target.wheel_rank(tags)
-        if str(v) == version and rank is not None and (best is None or rank < best[0]):
-            best = (rank, f)
-    assert best is not None, f"no wheel of {name} {version} for the target"
-    return best[1]
-
-
 def _sparse_copy(house: Path, f: dict[str, object]) -> int:
     """The sparse copy of one remote wheel (see the module docstring); bytes fetched."""
     url, size, path = str(f["url"]), int(str(f["size"])), house / str(f["filename"])
     with path.open("wb") as out:
         out.truncate(size)
         tail_at = max(0, size - (1 << 16))
-        tail = _get(url, tail_at, size)
+        tail = get(url, tail_at, size)
         out.seek(tail_at)
         out.write(tail)
     fetched = len(tail)
-    cd_off = _central_directory_offset(tail, tail_at)
+    cd_off = central_directory_offset(tail, tail_at)
     if cd_off < tail_at:
-        cd = _get(url, cd_off, tail_at)
+        cd = get(url, cd_off, tail_at)
         with path.open("r+b") as out:
             out.seek(cd_off)
             out.write(cd)
@@ -162,23 +115,12 @@ def _sparse_copy(house: Path, f: dict[str, object]) -> int:
     ]
     for i in wanted:
         end = next(s for s in starts if s > i.header_offset)
-        data = _get(url, i.header_offset, end)
+        data = get(url, i.header_offset, end)
         with path.open("r+b") as out:
             out.seek(i.header_offset)
             out.write(data)
         fetched += len(data)
     return fetched
-
-
-def _central_directory_offset(tail: bytes, tail_at: int) -> int:
-    import struct
-
-    i = tail.rfind(b"PK\x05\x06")
-    cd_off = struct.unpack_from("<L", tail, i + 16)[0]
-    if cd_off == 0xFFFFFFFF:  # zip64: the locator just before the end record says where
-        j = tail.rfind(b"PK\x06\x06")
-        cd_off = struct.unpack_from("<Q", tail, j + 48)[0]
-    return int(cd_off)
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +133,7 @@ def sparse_stack(tmp_path_factory: pytest.TempPathFactory) -> Path:
     house = tmp / "wheelhouse"
     house.mkdir()
     with ThreadPoolExecutor(8) as pool:
-        files = list(pool.map(lambda p: _wheel_file(*p), pins))
+        files = list(pool.map(lambda p: wheel_file(p[0], p[1], TARGET), pins))
         fetched = sum(pool.map(lambda f: _sparse_copy(house, f), files))
     total = sum(int(str(f["size"])) for f in files)
     print(

@@ -200,10 +200,10 @@ def test_a_real_cudnn_dll_with_83_mb_of_rdata_is_read_from_its_first_and_last_by
     directory and of the first 256 KiB and last 8 MiB of that member's compressed data,
     nothing else (a read anywhere else inflates zeros and fails). The expected imports
     are what pefile reads from the whole file (checked when this test was written)."""
-    from tests.test_loadcheck_network import INDEX, _central_directory_offset, _get
+    from tests.indexfiles import INDEX, central_directory_offset, get
 
     name, version, member = CUDNN
-    files = __import__("json").loads(_get(f"{INDEX}/{name}/"))["files"]
+    files = __import__("json").loads(get(f"{INDEX}/{name}/"))["files"]
     f = next(
         x
         for x in files
@@ -214,7 +214,7 @@ def test_a_real_cudnn_dll_with_83_mb_of_rdata_is_read_from_its_first_and_last_by
 
     def put(lo: int, hi: int) -> None:
         nonlocal fetched
-        data = _get(url, lo, hi)
+        data = get(url, lo, hi)
         with path.open("r+b") as out:
             out.seek(lo)
             out.write(data)
@@ -224,7 +224,7 @@ def test_a_real_cudnn_dll_with_83_mb_of_rdata_is_read_from_its_first_and_last_by
         out.truncate(size)
     put(size - (1 << 16), size)
     tail = path.read_bytes()[size - (1 << 16) :]
-    cd_off = _central_directory_offset(tail, size - (1 << 16))
+    cd_off = central_directory_offset(tail, size - (1 << 16))
     if cd_off < size - (1 << 16):
         put(cd_off, size - (1 << 16))
     import zipfile
