@@ -185,6 +185,50 @@ def test_a_dll_in_a_wheel_is_read_near_its_imports_not_inflated_from_its_start(
     assert refused is not None and "were not read in 1 parse(s)" in refused.problem
 
 
+@needs_mingw
+def test_every_dll_is_read_where_pefile_s_full_parse_stops_at_8192_imported_symbols(
+    tmp_path: Path,
+) -> None:
+    """PyPI's ``torch_python.dll`` (torch 2.9.1, win_amd64) imports 5,406 symbols from
+    ``torch_cpu.dll`` and more from 16 other DLLs; pefile's full parse stops at its
+    8,192nd imported symbol and drops the DLLs after it (it listed 3 of 19, ``c10.dll``
+    among the dropped). wh asks pefile for the DLL names only, which has no such stop.
+    Built here: ``ops.pyd`` importing 8,400 functions of ``big.dll`` before the C
+    runtime's DLLs."""
+    n = 8400
+    (tmp_path / "big.def").write_text(
+        "LIBRARY big.dll\nEXPORTS\n" + "".join(f"f{i}\n" for i in range(n))
+    )
+    subprocess.run(
+        [str(DLLTOOL), "--input-def", "big.def", "--output-lib", "libbig.a"],
+        cwd=tmp_path, check=True, capture_output=True,
+    )  # fmt: skip
+    (tmp_path / "ops.c").write_text(
+        "".join(f"int f{i}(void);\n" for i in range(n))
+        + "__declspec(dllexport) int PyInit_ops(void) { return 0"
+        + "".join(f" + f{i}()" for i in range(n))
+        + "; }\n"
+    )
+    subprocess.run(
+        [str(MINGW), "-shared", "-o", "ops.pyd", "ops.c", "-L.", "-lbig"],
+        cwd=tmp_path, check=True, capture_output=True,
+    )  # fmt: skip
+    data = (tmp_path / "ops.pyd").read_bytes()
+    names = pefile.PE(data=data, fast_load=True)
+    names.parse_data_directories(
+        directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_IMPORT"]],
+        import_dllnames_only=True,
+    )
+    every = tuple(e.dll for e in names.DIRECTORY_ENTRY_IMPORT)
+    assert every[0] == b"big.dll" and len(every) >= 2, every  # the C runtime after it
+    full = pefile.PE(data=data)  # every symbol: stops past 8,192 of them
+    assert tuple(e.dll for e in full.DIRECTORY_ENTRY_IMPORT) == (b"big.dll",)
+    assert any("Excessive number of imports" in w for w in full.get_warnings())
+    got = read_member("ops.pyd", len(data), lambda: (tmp_path / "ops.pyd").open("rb"))
+    assert got is not None and not got.problem, got
+    assert got.needed == tuple(d.decode() for d in every)
+
+
 # -- a real DLL from the index (network) ------------------------------------------------
 
 CUDNN = ("nvidia-cudnn-cu12", "9.28.0.42", "nvidia/cudnn/bin/cudnn_heuristic64_9.dll")
