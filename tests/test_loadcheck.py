@@ -386,6 +386,60 @@ def test_natives_are_cached_by_digest_and_a_cache_that_cannot_be_written_costs_o
 
 
 @needs_gcc
+def test_natives_are_cached_while_the_lock_hashes_and_not_for_a_wheel_without_libraries(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``EarlyCache``: a wheel's natives the helper has read are cached as soon as the
+    hashing gives its digest, and the lock's end then takes them from the helper (not
+    from the file, not read again) and writes nothing more for them; a wheel the helper
+    has not answered yet is cached at the end as before. A wheel that ships no library is
+    never cached (listing it again costs what reading its file would)."""
+    from wh.app import loadscan
+    from wh.wheelhouse.scan import add_hashes, scan
+
+    monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "natives"
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    pure = make_wheel(house, "pure", "1.0")
+    wheels = scan(house, hashes=False).wheels
+    paths = [w.path for w in wheels]
+    truth = {p: wheel_natives(p) for p in paths}
+    assert not truth[pure].libraries and not truth[pure].binaries
+    compiled = [p for p in paths if truth[p].binaries]
+    assert len(compiled) >= 2
+    late = compiled[0]  # its answer is not in yet when its digest comes
+    reads = _spy_reads(monkeypatch)
+    with Prefetch() as pre:
+        pre.start(paths)
+        for p in paths:
+            assert pre.take(p) == truth[p]  # every answer in
+        real_ready = pre.ready
+        monkeypatch.setattr(pre, "ready", lambda p: None if p == late else real_ready(p))
+        cacher = loadscan.EarlyCache(pre)
+        hashed = add_hashes(wheels, on_hashed=cacher.hashed)
+        digests = {w.path: w.sha256 for w in hashed}
+        early = {digests[p] for p in compiled if p != late}
+        assert cacher.stored == early
+        assert sorted(f.name for f in folder.iterdir()) == sorted(f"{d}.json" for d in early)
+        monkeypatch.setattr(pre, "ready", real_ready)
+        written: list[str] = []
+        real_store = loadscan._store
+        monkeypatch.setattr(loadscan, "_store", lambda e: (written.extend(e), real_store(e))[1])
+        opened: list[str] = []
+        real_cached = loadscan._cached
+        monkeypatch.setattr(loadscan, "_cached", lambda d: (opened.append(d), real_cached(d))[1])
+        got = loadscan.read_many(list(digests.items()), pre, cacher)
+    assert got == truth and not reads
+    assert written == [digests[late]]  # the rest were written while hashing; pure: never
+    assert not early & set(opened)  # taken from the helper, not read back
+    names = sorted(f.name for f in folder.iterdir())
+    assert names == sorted(f"{digests[p]}.json" for p in compiled)
+    # the early files are what the end would have written: a later read takes them
+    assert loadscan.read_many(list(digests.items())) == truth and not reads
+
+
+@needs_gcc
 def test_a_helper_started_on_the_whole_wheelhouse_answers_for_the_wheels_the_scan_names(
     tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:

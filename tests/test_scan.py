@@ -155,6 +155,38 @@ def test_metadata_only_scan_then_hash_just_what_is_needed(tmp_path: Path) -> Non
     assert full["a"] == wa.sha256 and len(full["b"]) == 64
 
 
+def test_each_digest_is_told_as_soon_as_it_is_known_prehashed_or_not(tmp_path: Path) -> None:
+    """``add_hashes(on_hashed=...)`` is told every wheel's digest, whether a ``Prehash``
+    thread or ``add_hashes`` itself hashed it, on the caller's thread and before it
+    returns (``wh lock`` caches a wheel's natives then, while the rest are hashed)."""
+    import threading
+
+    from wh.hashing import sha256_file
+    from wh.wheelhouse.scan import Prehash, add_hashes
+
+    for name in ("a", "b", "c"):
+        make_wheel(tmp_path, name, "1.0")
+    light = scan(tmp_path, hashes=False).wheels
+    told: list[tuple[Path, str, threading.Thread]] = []
+    with Prehash(light) as prehash:
+        prehash.start("b")  # hashed by the prehash pool; a and c by add_hashes
+        hashed = add_hashes(
+            light,
+            started=prehash.started,
+            on_hashed=lambda p, d: told.append((p, d, threading.current_thread())),
+        )
+    assert sorted((p, d) for p, d, _ in told) == sorted((w.path, w.sha256) for w in hashed)
+    assert all(d == sha256_file(p) for p, d, _ in told)
+    assert {t for _, _, t in told} == {threading.current_thread()}
+    # nothing to hash: nothing told
+    told.clear()
+    assert (
+        add_hashes(hashed, on_hashed=lambda p, d: told.append((p, d, threading.current_thread())))
+        == hashed
+    )
+    assert not told
+
+
 def test_lock_bytes_do_not_depend_on_what_was_hashed_before(tmp_path: Path) -> None:
     house = tmp_path / "house"
     make_wheel(house, "app", "1.0", ["lib"])

@@ -180,17 +180,25 @@ def natives_of(path: Path, sha256: str = "") -> nat.Natives:
 
 
 def read_many(
-    wheels: Sequence[tuple[Path, str]], prefetch: Prefetch | None = None
+    wheels: Sequence[tuple[Path, str]],
+    prefetch: Prefetch | None = None,
+    early: EarlyCache | None = None,
 ) -> dict[Path, nat.Natives]:
     """Natives of many wheels: cached ones by digest (the user's cache, then the
     wheelhouse's records), then what ``prefetch`` read; the members of the others read
-    on all cores at once (``Reading``); what was read is cached by digest."""
+    on all cores at once (``Reading``); what was read is cached by digest, unless
+    ``early`` cached it already (then it is taken from ``prefetch``, not read back)."""
     out: dict[Path, nat.Natives] = {}
     todo: list[Path] = []
     digest: dict[Path, str] = {}
     for path, sha256 in wheels:
         if path in out or path in digest:
             continue
+        if early is not None and prefetch is not None and sha256 in early.stored:
+            got = prefetch.ready(path)
+            if got is not None:
+                out[path] = got
+                continue
         cached = _cached(sha256)
         if cached is None:
             cached = _recorded(path, sha256)
@@ -210,8 +218,41 @@ def read_many(
                 out[path] = reading.natives(path)
         finally:
             reading.close()
-    _store({sha256: _entry(out[path]) for path, sha256 in digest.items() if sha256})
+    stored = early.stored if early is not None else frozenset()
+    _store(
+        {
+            sha256: _entry(out[path])
+            for path, sha256 in digest.items()
+            if sha256 and sha256 not in stored and _worth_caching(out[path])
+        }
+    )
     return out
+
+
+def _worth_caching(natives: nat.Natives) -> bool:
+    """Whether a wheel's natives are worth a cache file: not where it ships no library
+    (three in five wheels of the sglang stack), which is listed again about as fast as
+    its file is read, while creating that file costs up to a millisecond on a busy disk."""
+    return bool(natives.libraries or natives.binaries)
+
+
+class EarlyCache:
+    """Caches a wheel's natives while ``wh lock`` still hashes the others: as soon as the
+    hashing gives its digest (``hashed``, called by ``add_hashes``) where ``prefetch``
+    has read it already. The lock's end then writes only the rest: creating a few hundred
+    files there cost 7 to 180 ms, by how busy the disk was, after the hashing and on the
+    lock's one thread. ``stored`` names the digests written."""
+
+    def __init__(self, prefetch: Prefetch) -> None:
+        self._prefetch = prefetch
+        self.stored: set[str] = set()
+
+    def hashed(self, path: Path, sha256: str) -> None:
+        got = self._prefetch.ready(path)
+        if got is None or not _worth_caching(got) or sha256 in self.stored:
+            return
+        _store({sha256: _entry(got)})
+        self.stored.add(sha256)
 
 
 def _entry(natives: nat.Natives) -> str:
@@ -285,9 +326,11 @@ def lock_check(
     records: Mapping[str, BuildRecord],
     options: LoadOptions,
     prefetch: Prefetch | None = None,
+    early: EarlyCache | None = None,
 ) -> LoadReport | None:
     """Check the resolution; raise ``LoadCheckError`` with every problem. None: skipped.
-    ``prefetch``: natives already being read (see ``Prefetch``)."""
+    ``prefetch``: natives already being read (see ``Prefetch``); ``early``: those of them
+    cached while the lock hashed (``EarlyCache``)."""
     if options.skip is not None:
         return None
     # a live target's loader is asked once: its finds key the result and decide it
@@ -296,7 +339,7 @@ def lock_check(
     report = _cached_report(key)
     if report is None:
         report = _lock_check(
-            resolution, target, env, wheels, digests, records, options, prefetch, plat
+            resolution, target, env, wheels, digests, records, options, prefetch, plat, early
         )
         if key:
             write_json(_report_path(key), {"key": key, "report": report.to_cache()})
@@ -427,12 +470,13 @@ def _lock_check(
     options: LoadOptions,
     prefetch: Prefetch | None,
     platform: Platform,
+    early: EarlyCache | None = None,
 ) -> LoadReport:
     units: list[Unit] = []
     chosen_wheels, declared_pins = wheels_to_read(resolution, target, env, wheels)
     todo = [(w.path, digests.get(w.path, w.sha256)) for w in chosen_wheels.values()]
     todo += [(w.path, w.sha256) for w in declared_pins.values()]
-    read = read_many(todo, prefetch)
+    read = read_many(todo, prefetch, early)
     for name, w in chosen_wheels.items():
         units.append(
             Unit(

@@ -120,10 +120,16 @@ def do_lock(
                 to_read = loadscan.wheels_to_read(resolution, target, env, wh.wheels)
                 prefetch.narrow([w for part in to_read for w in part.values()])
             progress.hashing_total(sum(1 for w in locked_wheels if not w.sha256))
-            # RECORDs are read for overwrites while the hashing threads (GIL released) run
+            # RECORDs are read for overwrites while the hashing threads (GIL released) run,
+            # and the natives read so far are cached as each wheel's digest comes
+            cacher = loadscan.EarlyCache(prefetch) if prefetch is not None else None
             with ThreadPoolExecutor(max_workers=1) as side:
                 overwriting = side.submit(_overwrites, resolution, profile.allow_overwrite)
-                hashed = add_hashes(locked_wheels, started=prehash.started)
+                hashed = add_hashes(
+                    locked_wheels,
+                    started=prehash.started,
+                    on_hashed=cacher.hashed if cacher is not None else None,
+                )
                 overwrites = overwriting.result()
         digests = {w.path: w.sha256 for w in hashed}
         refuse_ambiguous(hashed, locked_names)  # reliability: one file per identity
@@ -170,7 +176,7 @@ def do_lock(
         if load.skip is None:
             progress.status("checking that every compiled member finds its libraries")
         report = loadscan.lock_check(
-            resolution, target, env, wh.wheels, digests, records, load, prefetch
+            resolution, target, env, wh.wheels, digests, records, load, prefetch, cacher
         )
     finally:
         if prefetch is not None:

@@ -90,6 +90,10 @@ class Prefetch:
                 )
         return got
 
+    def ready(self, path: Path) -> Natives | None:
+        """``path``'s natives where the child has read them already, without waiting."""
+        return self._worker.peek(path) if self._worker is not None else None
+
     def close(self) -> None:
         if self._worker is not None:
             self._worker.close()

@@ -118,6 +118,12 @@ class Worker:
             self._cond.wait_for(lambda: key in self._got or key in self._skipped or self._ended)
             return self._got.get(key)
 
+    def peek(self, path: Path) -> Natives | None:
+        """``path``'s natives where the child has answered for it already; None (at once)
+        where it has not, or passed over it."""
+        with self._cond:
+            return self._got.get(str(path))
+
     @property
     def failure(self) -> str:
         """Why the child ended without answering for every wanted wheel ("" if it did not)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -254,23 +254,28 @@ def add_hashes(
     wheels: Iterable[Wheel],
     *,
     started: Mapping[Path, Future[tuple[list[int], str]]] | None = None,
+    on_hashed: Callable[[Path, str], None] | None = None,
 ) -> tuple[Wheel, ...]:
     """The same wheels, each with its sha256: unhashed ones are hashed (in parallel, or
     taken from ``started``, see ``Prehash``) and the digests stored in their folder's scan
-    cache, keyed by the stat they had when hashing began."""
+    cache, keyed by the stat they had when hashing began. ``on_hashed`` is called on this
+    thread with each wheel's digest as soon as it is known, while the others are still
+    being hashed (``wh lock`` caches what the wheel's compiled members need then)."""
     wheels = tuple(wheels)
     todo = [w for w in wheels if not w.sha256]
     if not todo:
         return wheels
     started = started or {}
-    fresh = parallel_map(_stat_and_hash, [w.path for w in todo if w.path not in started])
+    fresh = [w.path for w in todo if w.path not in started]
     done: dict[Path, tuple[list[int], str]] = {}
-    for w in todo:
-        if w.path in fresh:
-            done[w.path] = fresh[w.path]
-        else:
-            done[w.path] = started[w.path].result()
-        progress.hashed(w.path)
+    with ThreadPoolExecutor(max_workers=max(1, min(len(fresh), usable_cores()))) as pool:
+        pending = {started.get(w.path) or pool.submit(_stat_and_hash, w.path): w.path for w in todo}
+        for future in as_completed(pending):
+            path = pending[future]
+            done[path] = future.result()
+            progress.hashed(path)
+            if on_hashed is not None:
+                on_hashed(path, done[path][1])
 
     def store(path: Path, entry: object) -> None:
         before, digest = done[path]
