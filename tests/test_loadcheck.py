@@ -510,6 +510,57 @@ def test_the_wheels_a_lock_chooses_between_are_those_of_a_project_with_several()
     assert contested(paths[2:4]) == set()
 
 
+def test_the_helper_reads_on_one_thread_on_two_cores_and_on_more_where_cores_are_idle() -> None:
+    """On two cores the lock's hashing keeps the second core busy: one reading thread. With
+    more cores the hashing ends long before one thread's reading would: ``HELPER_THREADS``
+    read (each thread's buffers count in the lock's peak)."""
+    from wh.wheel.nativesread import HELPER_THREADS, helper_threads
+
+    assert [helper_threads(n) for n in (1, 2, 3)] == [1, 1, 1]
+    assert helper_threads(4) == HELPER_THREADS == helper_threads(64) > 1
+
+
+@needs_gcc
+def test_a_helper_on_several_threads_answers_what_one_thread_does(
+    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve`` on a machine of eight cores reads on ``HELPER_THREADS`` threads and
+    answers every wheel once, with the natives one thread reads."""
+    import io
+    import os
+
+    from wh.wheel import nativesread
+
+    house = tmp_path / "wh"
+    _torch_stack(house, elf)
+    tag = "cp310-abi3-manylinux2014_x86_64"
+    _kernel(house, "0.4.3", {"sgl_kernel/ops.abi3.so": elf["ops13.so"]}, tag)
+    request = json.dumps({"folder": str(house), "records": RECORDS}) + "\n"
+    answers = {}
+    workers = {}
+    real = nativesread.Reading.__init__
+
+    def spy(self: Any, paths: Any, threads: int = 0, later: Any = ()) -> None:
+        workers[cores] = threads
+        real(self, paths, threads, later)
+
+    monkeypatch.setattr(nativesread.Reading, "__init__", spy)
+    for cores in (2, 8):
+        monkeypatch.setattr(nativesread, "usable_cores", lambda c=cores: c)
+        out = io.StringIO()
+        r, w = os.pipe()  # the lock keeps its end open while it wants answers
+        with open(r, encoding="utf-8") as inp, open(w, "w", encoding="utf-8") as lock_end:
+            lock_end.write(request)
+            lock_end.flush()
+            assert nativesread.serve(inp, out) == 0
+        lines = [json.loads(x) for x in out.getvalue().splitlines()]
+        answers[cores] = {x["path"]: x["natives"] for x in lines}
+        assert len(answers[cores]) == len(lines) == len(list(house.glob("*.whl")))
+    assert workers == {2: 1, 8: nativesread.HELPER_THREADS} and workers[8] > 1
+    assert answers[8] == answers[2]
+    assert answers[2] == {str(p): wheel_natives(p).to_json() for p in house.glob("*.whl")}
+
+
 def test_the_helper_loads_neither_packaging_nor_email_nor_pefile() -> None:
     """The helper's imports are part of the lock's peak memory (the two processes run side
     by side): what it runs (``nativeworker``'s child code), then its check of fetch's
