@@ -197,10 +197,10 @@ def serve(inp: IO[str], out: IO[str]) -> int:
     """The child's side: read the wheels of the first line's ``{"paths": [...]}`` (or
     every ``*.whl`` file directly in ``{"folder": ...}``, as the wheelhouse scan lists
     them) on ``helper_threads`` threads, and write ``{"path": ..., "natives": ...}`` for
-    each as its reading ends. ``"records"`` names the folder of ``wh fetch``'s records beside the
-    wheels: a wheel ``recorded`` there is not read, and ``{"path": ..., "skipped":
-    "recorded"}`` is written for it first. A later ``{"narrow": [...]}`` drops the others;
-    the end of ``inp`` drops all."""
+    each as its reading ends. ``"records"`` names the folder of ``wh fetch``'s records
+    beside the wheels: a wheel ``recorded`` there is not read, and ``{"path": ...,
+    "skipped": "recorded"}`` is written for it first. A later ``{"narrow": [...]}`` drops
+    the others; the end of ``inp`` drops all."""
     request = json.loads(inp.readline() or "{}")
     if "folder" in request:
         folder = Path(request["folder"])
