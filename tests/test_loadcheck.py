@@ -512,12 +512,13 @@ def test_the_wheels_a_lock_chooses_between_are_those_of_a_project_with_several()
 
 def test_the_helper_reads_on_one_thread_on_two_cores_and_on_more_where_cores_are_idle() -> None:
     """On two cores the lock's hashing keeps the second core busy: one reading thread. With
-    more cores the hashing ends long before one thread's reading would: ``HELPER_THREADS``
-    read (each thread's buffers count in the lock's peak)."""
+    more cores the hashing ends long before one thread's reading would: half the cores
+    read, up to ``HELPER_THREADS`` (each thread's buffers count in the lock's peak)."""
     from wh.wheel.nativesread import HELPER_THREADS, helper_threads
 
     assert [helper_threads(n) for n in (1, 2, 3)] == [1, 1, 1]
-    assert helper_threads(4) == HELPER_THREADS == helper_threads(64) > 1
+    assert [helper_threads(n) for n in (4, 6)] == [2, 3]
+    assert helper_threads(2 * HELPER_THREADS) == HELPER_THREADS == helper_threads(64) > 3
 
 
 @needs_gcc

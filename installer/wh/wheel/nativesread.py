@@ -177,19 +177,19 @@ def recorded(paths: Sequence[Path], records: str) -> set[Path]:
     return out
 
 
-# at most: each thread holds its own buffers; on the sglang stack the lock and its helper
-# peak at 95 MB summed with one thread, 98 MB with two, 100 to 101 MB with three or four
-HELPER_THREADS = 2
+# at most: each thread holds its own buffers (a few MB more for four threads than for one)
+HELPER_THREADS = 4
 
 
 def helper_threads(cores: int) -> int:
     """The child's reading threads on ``cores`` usable cores: one on two cores, where the
     lock's hashing keeps the other core busy and a second thread only contends with it;
-    ``HELPER_THREADS`` from four cores on. There the hashing ends long before one
-    thread's reading would (it spreads over every core, the reading of one member does
-    not), so the reading is what the lock waits for. Inflating (ISA-L, libdeflate) releases
-    the GIL and the rest of a member's reading holds it: on two otherwise idle cores two
-    threads read the sglang stack's members in 0.63 s where one takes 0.91 s."""
+    half the cores from four on, up to ``HELPER_THREADS``. There the hashing ends long
+    before one thread's reading would (it spreads over every core, the reading of one
+    member does not), so the reading is what the lock waits for: on 16 cores a cold lock
+    took 1.28x the lock without the check with one thread, 1.09x with two and 1.02x with
+    four (docs/performance-loadcheck.md, session 32). Inflating (ISA-L, libdeflate)
+    releases the GIL; the rest of a member's reading holds it."""
     return max(1, min(HELPER_THREADS, cores // 2))
 
 
