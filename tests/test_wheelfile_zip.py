@@ -293,6 +293,51 @@ def test_a_narrowed_index_keeps_only_its_members_and_checks_every_entry(tmp_path
         assert _fast_index(wheel, keep) is None, odd
 
 
+def test_a_directory_of_several_batches_reads_as_one_and_a_bad_entry_in_any_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The central directory is walked and checked ``BATCH`` entries at a time: the kept
+    names, their rows and every member's start are zipfile's, with a kept member in every
+    batch, and an odd name in the first, a middle or the last batch makes the whole read
+    step aside."""
+    from wh.wheel import zipdir
+    from wh.wheel.wheelfile import _fast_index
+
+    keep = re.compile(rb"\.so$", re.MULTILINE)
+    members = [*_members()]
+    for i in range(23):
+        members.append((f"pkg/m{i:03d}.py", b"x = %d\n" % i))
+        if i % 4 == 0:
+            members.append((f"pkg/_l{i:03d}.so", b"\x7fELF" + bytes([i]) * 40))
+    wheel = _zip(tmp_path / "pkg-1.0-py3-none-any.whl", members)
+    with zipfile.ZipFile(wheel) as zf:
+        infos, cd_off = zf.infolist(), zf.start_dir
+    starts = sorted({i.header_offset for i in infos} | {cd_off})
+    kept = [i for i in infos if i.filename.endswith(".so")]
+    monkeypatch.setattr(zipdir, "BATCH", 5)
+    for k, want in ((None, infos), (keep, kept)):
+        got = zipdir.read_central(wheel, k)
+        assert got is not None
+        assert got.names == [i.filename for i in want]
+        assert [(e[3], e[4], e[5], e[10]) for e in got.entries] == [
+            (i.CRC, i.compress_size, i.file_size, i.header_offset) for i in want
+        ]
+        assert (got.starts, got.cd_off) == (starts, cd_off)
+    narrow = _fast_index(wheel, keep)
+    assert narrow is not None
+    assert narrow[0] == [n for n, _ in members if n.endswith(".so")]
+    full = _fast_index(wheel)
+    assert full is not None and full[0] == [i.filename for i in infos]
+    for at in (3, 14, len(members) - 1):  # the first, a middle and the last batch
+        name = members[at][0].encode()
+        odd = name[:-4] + b"\\" + name[-3:]
+        bad = tmp_path / f"bad{at}" / wheel.name
+        bad.parent.mkdir()
+        bad.write_bytes(wheel.read_bytes().replace(name, odd))
+        assert zipdir.read_central(bad, None) is None, at
+        assert zipdir.read_central(bad, keep) is None, at
+
+
 def _agree_on(names: list[str]) -> None:
     from wh.wheel.natives import _LIBRARY_NAMES, _library_entry, is_library_name
     from wh.wheel.zipdir import matching

@@ -3,7 +3,7 @@
 Why: ``wh lock`` hashes on two threads while a third reads the compiled members' natives
 and a fourth reads RECORDs. glibc gives threads that allocate at once arenas of their own
 (up to eight per core), and each keeps what its thread freed: the inflater's 256 KiB
-outputs and the hashing's 1 MiB reads leave several MB resident per arena, which a lock's
+outputs and the hashing's reads leave several MB resident per arena, which a lock's
 peak memory counts (docs/performance-loadcheck.md has the figures). Elsewhere (Windows,
 macOS, musl) the allocator is another one and nothing is done.
 """

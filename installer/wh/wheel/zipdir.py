@@ -97,15 +97,43 @@ def read_central(path: Path, keep: re.Pattern[bytes] | None = None) -> CentralDi
             cd = f.read(cd_size)
     if len(cd) != cd_size:
         return None
-    # One unpack per member in the walk; names, offsets and the checks then run over all
-    # of them at once (a torch wheel has tens of thousands of members)
+    entries: list[Entry] = []
+    kept_names: list[bytes] = []
+    offsets = {cd_off}
+    pos = 0
+    for first in range(0, n_total, BATCH):
+        batch = _walk(cd, pos, min(BATCH, n_total - first), keep)
+        if batch is None:
+            return None
+        pos, kept, kept_raw, batch_offsets = batch
+        entries += kept
+        kept_names += kept_raw
+        offsets.update(batch_offsets)
+    if pos != cd_size:
+        return None
+    names = b"\n".join(kept_names).decode("ascii").split("\n") if entries else []
+    return CentralDirectory(names, entries, sorted(offsets), cd_off)
+
+
+# Entries walked and checked at a time. The checks run over a batch at once (a torch wheel
+# has tens of thousands of members, and a call per member costs more); a batch, not the
+# whole directory, bounds what is held besides the directory's bytes and the kept entries:
+# a flashinfer-cubin wheel's 10,567 entries held 11 MB at once when walked as one.
+BATCH = 2048
+
+
+def _walk(
+    cd: bytes, pos: int, count: int, keep: re.Pattern[bytes] | None
+) -> tuple[int, list[Entry], list[bytes], list[int]] | None:
+    """``count`` entries of the directory ``cd`` from ``pos``, checked: where the next
+    entry starts, the entries ``keep`` keeps (all where it is None) and their stored
+    names, and every walked entry's offset; None where one is not the plain case."""
     every: list[Entry] = []
     name_at: list[int] = []
-    pos = 0
     unpack = CENTRAL.unpack_from
     head = CENTRAL.size
     try:
-        for _ in range(n_total):
+        for _ in range(count):
             e = unpack(cd, pos)
             every.append(e)
             pos += head
@@ -113,13 +141,11 @@ def read_central(path: Path, keep: re.Pattern[bytes] | None = None) -> CentralDi
             pos += e[6] + e[7] + e[8]
     except struct.error:  # an entry runs past the central directory
         return None
-    if pos != cd_size:
+    if pos > len(cd):
         return None
     raw_names = [cd[at : at + e[6]] for at, e in zip(name_at, every, strict=True)]
-    if every and (
-        set(map(itemgetter(0), every)) != {b"PK\x01\x02"}
-        or 0xFFFFFFFF in (max(map(itemgetter(k), every)) for k in (4, 5, 10))  # zip64
-    ):
+    zip64 = 0xFFFFFFFF in (max(map(itemgetter(k), every)) for k in (4, 5, 10))
+    if zip64 or set(map(itemgetter(0), every)) != {b"PK\x01\x02"}:
         return None
     if any(map(itemgetter(7), every)):
         for at, e in zip(name_at, every, strict=True):
@@ -130,16 +156,11 @@ def read_central(path: Path, keep: re.Pattern[bytes] | None = None) -> CentralDi
         not joined.isascii()
         or b"\x00" in joined
         or b"\\" in joined
-        or joined.count(b"\n") != max(0, n_total - 1)  # a name with a newline in it
+        or joined.count(b"\n") != count - 1  # a name with a newline in it
     ):
         return None
+    offsets = list(map(itemgetter(10), every))
     if keep is None:
-        entries, kept_names = every, raw_names
-    else:
-        chosen = matching(joined, keep)
-        entries = [every[i] for i in chosen]
-        kept_names = [raw_names[i] for i in chosen]
-    offsets = set(map(itemgetter(10), every))
-    offsets.add(cd_off)
-    names = b"\n".join(kept_names).decode("ascii").split("\n") if entries else []
-    return CentralDirectory(names, entries, sorted(offsets), cd_off)
+        return pos, every, raw_names, offsets
+    chosen = matching(joined, keep)
+    return pos, [every[i] for i in chosen], [raw_names[i] for i in chosen], offsets
