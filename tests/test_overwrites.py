@@ -198,6 +198,37 @@ def test_only_wheels_sharing_a_path_are_compared_and_every_kind_of_path_counts(
     assert between_wheels([a, c, b], ["bb"]) == []
 
 
+def test_paths_of_one_hash_only_make_wheels_compared_in_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first pass keeps each path's hash, not the path: where different paths share a
+    hash, their wheels are mapped whole and compared by path, which finds the same
+    overwrites and no other."""
+    from wh.install import overwrite
+
+    h = tmp_path / "house"
+    a = make_wheel(h, "aa", "1.0", files={"a.py": b"x = 1\n", "ns/__init__.py": b""})
+    b = make_wheel(h, "bb", "1.0", files={"a.py": b"x = 2\n", "ns/__init__.py": b""})
+    c = make_wheel(h, "cc", "1.0", files={"c.py": b""})
+    d = make_wheel(h, "dd", "1.0", files={"d.py": b""})
+    want = between_wheels([a, c, b, d])
+    assert want == ["bb and aa both write a.py"]
+    mapped: list[Path] = []
+    real_layout = overwrite.layout
+
+    def counting(wheel: Path, *args: object, **kw: object) -> object:
+        mapped.append(wheel)
+        return real_layout(wheel, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(overwrite, "layout", counting)
+    assert between_wheels([a, c, b, d]) == want
+    assert sorted(mapped) == sorted([a, b])  # distinct hashes: only the two that share
+    mapped.clear()
+    monkeypatch.setattr(overwrite, "hash", lambda _key: 7, raising=False)  # one hash for all
+    assert between_wheels([a, c, b, d]) == want
+    assert sorted(mapped) == sorted([a, b, c, d])
+
+
 def test_a_shared_wheel_whose_record_cannot_be_read_is_left_to_the_install(
     tmp_path: Path,
 ) -> None:
