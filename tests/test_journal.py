@@ -244,6 +244,41 @@ def test_a_signal_while_the_journal_is_made_leaves_no_journal_and_nothing_moved(
         monkeypatch.setattr(journal, hook, real)
         assert not (venv / journal.JOURNAL_DIR).exists(), hook
         assert not diff(before, snapshot(venv)), hook
+    # the handler runs as the call that made the folder returns
+    real_mkdir = Path.mkdir
+
+    def made_then_interrupted(self: Path, *a: Any, **kw: Any) -> None:
+        real_mkdir(self, *a, **kw)
+        if self.name == journal.JOURNAL_DIR:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "mkdir", made_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _begin(venv, tmp_path)
+    monkeypatch.setattr(Path, "mkdir", real_mkdir)
+    assert not (venv / journal.JOURNAL_DIR).exists()
+    assert not diff(before, snapshot(venv))
+
+
+def test_a_journal_folder_made_by_another_between_the_check_and_begin_is_left_alone(
+    venv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the journal folder appears after ``begin`` looked (only a wh that ignores the
+    environment's lock could make it), ``begin`` refuses as for any unfinished journal and
+    leaves that folder and what is in it."""
+    real_mkdir = Path.mkdir
+
+    def raced(self: Path, *a: Any, **kw: Any) -> None:
+        if self.name == journal.JOURNAL_DIR:
+            real_mkdir(self)
+            (self / "journal.json").write_text("theirs")
+        real_mkdir(self, *a, **kw)
+
+    monkeypatch.setattr(Path, "mkdir", raced)
+    with pytest.raises(JournalError, match="unfinished install journal"):
+        _begin(venv, tmp_path)
+    monkeypatch.setattr(Path, "mkdir", real_mkdir)
+    assert (venv / journal.JOURNAL_DIR / "journal.json").read_text() == "theirs"
 
 
 def _damaged(record: dict[str, Any], how: str) -> tuple[dict[str, Any] | list[Any], str]:

@@ -333,10 +333,15 @@ class Transaction:
         if jdir.exists():
             raise JournalError(jdir, "unfinished")
         txn = cls(prefix, record)
-        jdir.mkdir()
-        # from here on, anything (a SIGTERM during the folder's fsync too) removes the
-        # journal again: a kill must not leave one for an install that never began
+        # from the folder on, anything (a SIGTERM during its fsync too) removes the journal
+        # again: a kill must not leave one for an install that never began. The folder is
+        # made inside the block: Python runs a signal's handler as soon as the call that
+        # made it returns, so a SIGTERM then would escape a block begun after it
         try:
+            try:
+                jdir.mkdir()
+            except FileExistsError:  # another wh's, though one wh holds the environment
+                raise JournalError(jdir, "unfinished") from None
             (jdir / "backup").mkdir()
             _fsync_dir(jdir.parent)
             _write(jdir, record)
@@ -348,8 +353,11 @@ class Transaction:
             pruned = _prune(parents, real(prefix), {key(k) for k in keep})
             txn.record = replace(record, pruned=pruned, state="moved")
             _write(jdir, txn.record)
+        except JournalError:
+            raise  # not this install's journal: left as it is
         except BaseException:
-            txn.rollback()
+            if os.path.lexists(jdir):  # made above (one wh holds the environment)
+                txn.rollback()
             raise
         return txn
 
