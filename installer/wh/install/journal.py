@@ -330,8 +330,6 @@ class Transaction:
         ``keep`` are folders never pruned (the environment's scheme folders).
         """
         jdir = journal_dir(prefix)
-        if jdir.exists():
-            raise JournalError(jdir, "unfinished")
         txn = cls(prefix, record)
         # from the folder on, anything (a SIGTERM during its fsync too) removes the journal
         # again: a kill must not leave one for an install that never began. The folder is
@@ -340,7 +338,7 @@ class Transaction:
         try:
             try:
                 jdir.mkdir()
-            except FileExistsError:  # another wh's, though one wh holds the environment
+            except FileExistsError:  # an unfinished install's (or another wh's): left as is
                 raise JournalError(jdir, "unfinished") from None
             (jdir / "backup").mkdir()
             _fsync_dir(jdir.parent)
@@ -356,7 +354,7 @@ class Transaction:
         except JournalError:
             raise  # not this install's journal: left as it is
         except BaseException:
-            if os.path.lexists(jdir):  # made above (one wh holds the environment)
+            if os.path.lexists(jdir):  # made above: it did not exist (one wh holds the env)
                 txn.rollback()
             raise
         return txn
