@@ -1329,6 +1329,39 @@ def test_the_interpreters_own_dlls_are_the_ones_loaded_not_a_wheels_copy() -> No
     assert not report.problems
 
 
+def test_one_need_of_two_binaries_of_a_wheel_is_answered_by_each_ones_own_folders() -> None:
+    """The check answers a need once per wheel and set of folders searched, not once per
+    binary: two binaries of one wheel that need the same library name, one with an rpath
+    to the wheel's bundled copy and one without, each get their own answer (and so do two
+    DLLs in different folders), in the order of their needs."""
+    target = declared("manylinux_2_28_x86_64", "3.12")
+    libs = ("k/libs/libz.so.1", "k/a/_a.cpython-312-x86_64-linux-gnu.so")
+    a = Binary(libs[1], "elf", "x86_64", ("libz.so.1", "libc.so.6"), runpath=("$ORIGIN/../libs",))
+    b = Binary(
+        "k/b/_b.cpython-312-x86_64-linux-gnu.so", "elf", "x86_64", ("libc.so.6", "libz.so.1")
+    )
+    c = Binary("k/c/_c.cpython-312-x86_64-linux-gnu.so", "elf", "x86_64", ("libz.so.1",))
+    k = Unit("k", "1", Origin.LOCKED, Natives((*libs, b.member, c.member), (a, b, c)))  # type: ignore[arg-type]
+    z = Unit("z", "2", Origin.LOCKED, Natives(("z/libz.so.1",), ()))  # type: ignore[arg-type]
+    report = check([z, k], for_target(target))
+    by = {(m.member, m.library): m.by for m in report.met}
+    assert by[(a.member, "libz.so.1")] == "this wheel via rpath $ORIGIN/../libs (k/libs/libz.so.1)"
+    # by name: the first provider listed, this wheel's own copy before another's
+    assert by[(b.member, "libz.so.1")] == "this wheel: k/libs/libz.so.1, by name: once loaded"
+    assert by[(c.member, "libz.so.1")] == by[(b.member, "libz.so.1")]
+    assert [m.library for m in report.met if m.member == b.member] == ["libc.so.6", "libz.so.1"]
+
+    win = declared("win_amd64", "3.12")
+    d1 = Binary("w/one/m.pyd", "pe", "amd64", ("dep.dll",))
+    d2 = Binary("w/two/m.pyd", "pe", "amd64", ("dep.dll",))
+    w = Unit("w", "1", Origin.LOCKED, Natives(("w/one/dep.dll", d1.member, d2.member), (d1, d2)))  # type: ignore[arg-type]
+    other = Unit("o", "1", Origin.LOCKED, Natives(("o/dep.dll",), ()))  # type: ignore[arg-type]
+    report = check([other, w], for_target(win))
+    by = {m.member: m.by for m in report.met}
+    assert by[d1.member] == "this wheel, beside it"
+    assert by[d2.member] == "this wheel: w/one/dep.dll"  # by name, not beside it
+
+
 def test_cuda_major_from_library_names() -> None:
     assert cuda_major("libcudart.so.13") == 13
     assert cuda_major("cudart64_12.dll") == 12

@@ -51,7 +51,7 @@ class Unit:
     built: BuiltAgainst | None = None
     wheel: str = ""  # the wheel's filename, where it comes from one
 
-    @property
+    @functools.cached_property
     def label(self) -> str:
         return f"{self.name} {self.version}"
 
@@ -331,6 +331,7 @@ _CUDA_ELF = re.compile(r"lib(cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.(\d+)"
 _CUDA_DLL = re.compile(r"(cudart|cublas|cublaslt|nvrtc|nvjitlink)(?:64)?_(\d+)", re.I)
 
 
+@functools.lru_cache(maxsize=4096)  # asked once per need of every binary checked
 def cuda_major(library: str) -> int | None:
     """The CUDA major version a library name belongs to (libcudart.so.13 -> 13,
     cudart64_12.dll -> 12, nvrtc64_120_0.dll -> 12), or None."""
@@ -412,19 +413,30 @@ def check(
     idx = _index(units, windows)
     by_name = {u.name: u for u in units}
     torch = by_name.get(NormalizedName("torch")) or torch_outside
+    cuda = torch_cuda(torch)  # once: it may read every need of torch's binaries
     unknown = [u for u in units if u.natives is None]
     allow = {_key(k, windows): v for k, v in (allow_missing or {}).items()}
     resolved: dict[tuple[str, str], list[_Resolved]] = {}
     binaries: dict[tuple[str, str], tuple[Unit, Binary]] = {}
+    # a need's answer depends on the unit, the library and the folders searched (an ELF
+    # binary's $ORIGIN folders, a DLL's own folder), not on which of its binaries asks:
+    # the libraries of one wheel mostly share both, so each is resolved once per unit
+    answers: dict[tuple[int, object], dict[tuple[str, bool], _Resolved]] = {}
     for u in units:
         for b in u.natives.binaries if u.natives else ():
             binaries[(u.name, b.member)] = (u, b)
             if not b.problem:
                 dirs = () if windows else _origin_dirs(b)
-                resolved[(u.name, b.member)] = [
-                    _resolve(u, b, lib, delay, idx, platform, windows, dirs)
-                    for lib, delay in iter_needs(b)
-                ]
+                same = answers.setdefault(
+                    (id(u), posixpath.dirname(b.member) if windows else dirs), {}
+                )
+                out = []
+                for need in iter_needs(b):
+                    r = same.get(need)
+                    if r is None:
+                        r = same[need] = _resolve(u, b, *need, idx, platform, windows, dirs)
+                    out.append(r)
+                resolved[(u.name, b.member)] = out
     # what `import` reaches: extension modules of the lock, then what their needs resolve to
     reach: set[tuple[str, str]] = set()
     todo = [
@@ -487,7 +499,7 @@ def check(
                     f"{names} may provide it (its files are unknown for this target)"
                 )
                 continue
-            found.append(_missing(u, b, r.library, r.delay, idx, torch, platform))
+            found.append(_missing(u, b, r.library, r.delay, idx, torch, cuda, platform))
         if platform.symbol_versions:
             on_platform = {
                 r.library for r in resolved[key] if r.source is not None and r.source.on_platform
@@ -505,7 +517,7 @@ def check(
     for u in units:
         if u.origin == Origin.LOCKED:
             problems.extend(replace(p, wheel=u.wheel) for p in _torch_build(u, torch))
-            warnings.extend(_inferred(u, torch))
+            warnings.extend(_inferred(u, torch, cuda))
     return LoadReport(
         platform.description,
         tuple(met),
@@ -649,14 +661,16 @@ def _missing(
     delay: bool,
     idx: _Index,
     torch: Unit | None,
+    cuda: tuple[int | None, str],
     platform: Platform,
 ) -> LoadProblem:
+    """The problem of a need nothing meets; ``cuda``: ``torch_cuda(torch)``."""
     windows = platform.os == "windows"
     instead = _instead(lib, idx, windows)
     fixes: list[str] = []
     need_major = cuda_major(lib)
     if need_major is not None:
-        have, how = torch_cuda(torch)
+        have, how = cuda
         if have is not None and have != need_major and torch is not None:
             fixes.append(f"a build of {u.name} for CUDA {have}, the CUDA of {torch.label} ({how})")
             fixes.append(
@@ -779,8 +793,9 @@ def _torch_build(u: Unit, torch: Unit | None) -> list[LoadProblem]:
     ]
 
 
-def _inferred(u: Unit, torch: Unit | None) -> list[str]:
-    """Warnings from what can be inferred about a wheel that has no build record."""
+def _inferred(u: Unit, torch: Unit | None, cuda: tuple[int | None, str]) -> list[str]:
+    """Warnings from what can be inferred about a wheel that has no build record;
+    ``cuda``: ``torch_cuda(torch)``."""
     if u.built is not None or torch is None or u.name == "torch":
         return []
     out = []
@@ -797,7 +812,7 @@ def _inferred(u: Unit, torch: Unit | None) -> list[str]:
                 f"{u.label} requires {r}, the lock has torch {torch.version}: it was likely "
                 "built against another torch"
             )
-    have, how = torch_cuda(torch)
+    have, how = cuda
     if have is not None and u.natives is not None:
         needs = {lib for b in u.natives.binaries for lib, _ in iter_needs(b)}
         majors = {m for m in (cuda_major(lib) for lib in needs) if m is not None}
