@@ -1362,6 +1362,30 @@ def test_one_need_of_two_binaries_of_a_wheel_is_answered_by_each_ones_own_folder
     assert by[d2.member] == "this wheel: w/one/dep.dll"  # by name, not beside it
 
 
+def test_the_collector_is_paused_for_the_check_and_left_as_it_was() -> None:
+    """The check runs with Python's cyclic collector off (its objects all live on in the
+    report): on again after it, also after an error, and still off where it was off."""
+    import gc
+
+    from wh.app.loadscan import _collector_paused
+
+    assert gc.isenabled()
+    try:
+        with _collector_paused():
+            assert not gc.isenabled()
+            raise ValueError("in the check")
+    except ValueError:
+        pass
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with _collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_cuda_major_from_library_names() -> None:
     assert cuda_major("libcudart.so.13") == 13
     assert cuda_major("cudart64_12.dll") == 12
