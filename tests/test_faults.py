@@ -185,10 +185,40 @@ def test_sigkill_then_next_install_recovers_first(scene: Scene) -> None:
     assert not (scene.venv / ".wh-journal").exists()
 
 
+def _ended(proc: subprocess.Popen[str], log: Path, seconds: float) -> int:
+    """``proc``'s exit code, once it ends within ``seconds``; else the test fails with its
+    output and the stack of each of its threads (a wh sleeping at a fault point writes them
+    on SIGUSR1), and the process is killed."""
+    try:
+        return proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        proc.kill()
+        proc.wait(10)
+        pytest.fail(f"wh still ran {seconds} s after the signal:\n{log.read_text()}")
+
+
+def test_a_hung_wh_is_reported_with_the_stack_of_each_thread(scene: Scene) -> None:
+    """What a fault test reports when wh does not end: its output, with where each of its
+    threads was (here: the fault point's sleep)."""
+    proc, log = _start(scene, "4:sleep:60")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        _ended(proc, log, 0.5)
+    assert proc.poll() is not None  # killed, not left behind
+    report = str(failed.value)
+    assert "wh still ran 0.5 s after the signal" in report
+    assert "wh-test: sleeping after batch 4" in report
+    assert "in _fault" in report and "(most recent call first)" in report
+    done = wh("recover", "--python", scene.venv, cwd=scene.root)
+    assert done.returncode == 0, done.stderr
+    scene.assert_unchanged()
+
+
 def test_ctrl_c_mid_install_rolls_back(scene: Scene) -> None:
     proc, log = _start(scene, "4:sleep:60")
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(30) != 0
+    assert _ended(proc, log, 30) != 0
     scene.assert_unchanged()
     assert "Aborted" in log.read_text()
 

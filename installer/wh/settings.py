@@ -17,7 +17,8 @@ The variables:
   passed through, like every ``UV_*`` variable).
 - ``WH_CUDA_VERSION=12.8``: the CUDA toolkit a Windows build uses when several are installed.
 - ``WH_TEST_FAULT=N:ACTION[,...]``: a test hook that fails, interrupts, sleeps or writes a
-  file after install batch N (read where it fires, in the install journal).
+  file after install batch N (read where it fires, in the install journal); while it
+  sleeps, SIGUSR1 makes wh write each thread's stack to stderr (not on Windows).
 """
 
 from __future__ import annotations

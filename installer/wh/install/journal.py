@@ -18,9 +18,11 @@ run does when it finds a journal left by a killed process. Committing writes the
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import json
 import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -587,6 +589,15 @@ def fault_point(batch: int | str) -> None:
         _fault(batch, action)
 
 
+def _stacks_on_request() -> None:
+    """Tests only, where the platform has it (not Windows): SIGUSR1 makes this process
+    write every thread's stack to its stderr, so a test that finds wh still running after
+    the signal it sent can say where it waits."""
+    usr1 = getattr(signal, "SIGUSR1", None)
+    if usr1 is not None and hasattr(faulthandler, "register"):
+        faulthandler.register(usr1, all_threads=True)
+
+
 def _fault(batch: int | str, action: str) -> None:
     if action == "fail":
         raise InjectedFaultError(batch)
@@ -598,5 +609,6 @@ def _fault(batch: int | str, action: str) -> None:
         with open(path, "ab") as f:
             f.write(b"written by WH_TEST_FAULT\n")
     if action.startswith("sleep:"):
+        _stacks_on_request()
         progress.status(f"wh-test: sleeping after batch {batch}")  # tests wait for it
         time.sleep(float(action.split(":", 1)[1]))
