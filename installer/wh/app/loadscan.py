@@ -514,9 +514,9 @@ def _lock_check(
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for a while, as it was after. The check of a
-    large lock allocates tens of thousands of objects that all live on in its report; the
-    collections they set off free nothing, and took 3 to 5 ms of the check's 12 to 17 ms
-    at the end of a lock of the real stack (it is on the lock's single-threaded end)."""
+    large lock allocates tens of thousands of objects that all live on in its report: the
+    collections they set off free nothing, yet take a fair part of the check, which runs on
+    the lock's single-threaded end (docs/performance-loadcheck.md, session 34)."""
     was = gc.isenabled()
     gc.disable()
     try:
