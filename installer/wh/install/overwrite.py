@@ -226,7 +226,8 @@ def between_wheels(wheels: Sequence[Path], allow_overwrite: Collection[str] = ()
     site = _LOCK_SITE / "site-packages"
     schemes = Schemes(site, site, _LOCK_SITE / "scripts", _LOCK_SITE, "3")
     # the hash of a path (folded where names fold) -> the first wheel writing a path of
-    # that hash. Hashes, not the paths: a stack's 50,000 paths held 7 MB of a lock's peak.
+    # that hash. Hashes, not the paths: a real stack's tens of thousands of paths were a
+    # large part of a lock's peak (docs/performance-loadcheck.md, session 33).
     # Two paths of one hash only make their wheels compared in full below, which decides.
     first: dict[int, int] = {}
     shared: set[int] = set()
