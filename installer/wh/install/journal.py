@@ -611,4 +611,8 @@ def _fault(batch: int | str, action: str) -> None:
     if action.startswith("sleep:"):
         _stacks_on_request()
         progress.status(f"wh-test: sleeping after batch {batch}")  # tests wait for it
-        time.sleep(float(action.split(":", 1)[1]))
+        # in short sleeps: Python acts on a signal between bytecodes, and a Ctrl-C that
+        # came after the line above but before one long sleep began would not end it
+        end = time.monotonic() + float(action.split(":", 1)[1])
+        while (left := end - time.monotonic()) > 0:
+            time.sleep(min(left, 0.05))
