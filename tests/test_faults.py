@@ -223,6 +223,35 @@ def test_ctrl_c_mid_install_rolls_back(scene: Scene) -> None:
     assert "Aborted" in log.read_text()
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="no /proc here")
+def test_only_the_main_thread_of_an_installing_wh_can_take_ctrl_c(scene: Scene) -> None:
+    """The kernel gives a signal for the process to any thread that does not block it, and
+    Python acts on it only in the main thread: a Ctrl-C taken by a worker waited, under
+    load, until the main thread's sleep at the fault point ran out. Every other thread of
+    a wh in the middle of an install blocks SIGINT and SIGTERM (``SigBlk``, bit
+    ``signum - 1``), by the kernel's own account."""
+    proc, _log = _start(scene, "4:sleep:60")
+    try:
+        masks = {}
+        for task in Path(f"/proc/{proc.pid}/task").iterdir():
+            status = (task / "status").read_text()
+            masks[int(task.name)] = int(status.split("SigBlk:")[1].split()[0], 16)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    terminating = {signal.SIGINT, signal.SIGTERM}
+
+    def blocked(mask: int) -> set[int]:
+        return {s for s in terminating if mask >> (s - 1) & 1}
+
+    assert blocked(masks.pop(proc.pid)) == set()  # the main thread's id is the process's
+    assert masks, "no worker thread was running: the test shows nothing"
+    assert all(blocked(m) == terminating for m in masks.values()), masks
+    done = wh("recover", "--python", scene.venv, cwd=scene.root)
+    assert done.returncode == 0, done.stderr
+    scene.assert_unchanged()
+
+
 def test_staged_batches_appear_in_dependency_order(scene: Scene) -> None:
     """uv wrote all five wheels in one call beside the venv; after batch 2 only p1 and p2
     2.0 are in place, p3..p5 wait in the staging folder, and a kill rolls it all back."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from wh.proc import threads
 from wh.proc.cores import usable_cores
 
 T = TypeVar("T")
@@ -95,7 +95,7 @@ def parallel_map(
         return {}
     workers = min(len(todo), usable_cores())
     out: dict[Path, T] = {}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with threads.pool(workers, "wh-hash") as pool:
         for path, value in zip(todo, pool.map(fn, todo), strict=True):
             out[path] = value
             if on_done:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from wh import progress
 from wh.airgap.indexclient import Http
 from wh.errors import LockWheelsError, WheelhouseError
 from wh.model.lockfile import Lock, LockedPackage, package_list
+from wh.proc import threads
 
 
 def requirements_text(lock: Lock) -> str:
@@ -71,7 +71,7 @@ def download_locked(lock: Lock) -> list[str]:
             done.append(p.filename)
 
     # six at a time, the largest first (as `wh fetch` downloads)
-    with ThreadPoolExecutor(max_workers=6) as pool:
+    with threads.pool(6, "wh-fleet") as pool:
         list(pool.map(one, sorted(todo, key=lambda p: -p.size)))
     problems.sort()
     if problems:

@@ -8,7 +8,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -45,6 +44,7 @@ from wh.model.requiredby import RequiredBy
 from wh.model.resolution import Resolution
 from wh.model.target import Target
 from wh.model.wheel import Wheel
+from wh.proc import threads
 from wh.resolve.resolver import resolve
 from wh.wheelhouse.scan import known_digests, remember_digests, scan
 
@@ -364,7 +364,7 @@ def download_closure(
     # the largest first, so one big wheel does not start last and finish alone
     order = sorted(fetch, key=lambda e: -(e.size or 0))
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(order)))) as pool:
+    with threads.pool(min(jobs, len(order)), "wh-fetch") as pool:
         list(pool.map(progress.carried(one), order))
     report.download_seconds = time.perf_counter() - started
     report.downloaded.sort()
@@ -410,8 +410,8 @@ def fetch(
     resolutions: dict[str, Resolution] = {}
     over = manifest.override_map
     with (
-        ThreadPoolExecutor(max_workers=_JOBS // 2) as pool,
-        ThreadPoolExecutor(max_workers=_JOBS) as ahead,
+        threads.pool(_JOBS // 2, "wh-download") as pool,
+        threads.pool(_JOBS, "wh-ahead") as ahead,
     ):
         try:
             for target, env in targets:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -50,6 +49,7 @@ from wh.model import lockfile as lockmod
 from wh.model import schedule
 from wh.model.choices import BackendChoice, LinkMode, StrEnum, UvCacheMode
 from wh.model.plan import Plan, balanced, make_plan
+from wh.proc import threads
 from wh.wheel import portable
 from wh.wheelhouse.scan import known_digests
 
@@ -269,7 +269,7 @@ def _install_locked(
         # security: nothing the backend wrote is left that no RECORD predicted, and no
         # interpreter of the target starts (its .pth files and sitecustomize run) before
         # every member check accepted what was written
-        with ThreadPoolExecutor(max_workers=1) as side:
+        with threads.pool(1, "wh-side") as side:
             stray = side.submit(unpredicted.find, txn.record, layouts, Schemes.of(env), before)
             check.wait()
             unpredicted.refuse(txn, *stray.result())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ from wh.model.loadoptions import LoadOptions
 from wh.model.manifest import Manifest
 from wh.model.target import Target
 from wh.model.toolwh import BuildRecord
+from wh.proc import threads
 from wh.resolve.resolver import resolve
 from wh.wheel import buildrecord
 from wh.wheelhouse.scan import Prehash, Wheelhouse, add_hashes
@@ -102,7 +102,7 @@ def do_lock(
             wh = scan_wheelhouse(wheelhouse_dir, hashes=False, on_unhashed=early)
             target, env = resolved
         else:
-            with ThreadPoolExecutor(max_workers=1) as pool:
+            with threads.pool(1, "wh-probe") as pool:
                 probing = pool.submit(spec.resolve)
                 wh = scan_wheelhouse(wheelhouse_dir, hashes=False, on_unhashed=early)
                 target, env = probing.result()
@@ -123,7 +123,7 @@ def do_lock(
             # RECORDs are read for overwrites while the hashing threads (GIL released) run,
             # and the natives read so far are cached as each wheel's digest comes
             cacher = loadscan.EarlyCache(prefetch) if prefetch is not None else None
-            with ThreadPoolExecutor(max_workers=1) as side:
+            with threads.pool(1, "wh-side") as side:
                 overwriting = side.submit(_overwrites, resolution, profile.allow_overwrite)
                 hashed = add_hashes(
                     locked_wheels,

@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ from wh.env.environment import Environment
 from wh.model.manifest import Manifest
 from wh.model.profile import Profile
 from wh.model.target import Target
+from wh.proc import threads
 from wh.wheel import buildrecord
 
 if TYPE_CHECKING:  # speed: a remembered lock never loads the load check
@@ -153,7 +153,7 @@ def lock_report(
         "index_url": index_url,
         "load": load.to_json() if load else None,
     }
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with threads.pool(1, "wh-probe") as pool:
         probing = pool.submit(spec.resolve)  # a subprocess for a live target
         stamp = _wheelhouse_stamp(wheelhouse) if wheelhouse.is_dir() else None
         target, env = probing.result()

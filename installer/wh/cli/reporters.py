@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from wh import progress
+from wh.proc import threads
 
 
 class Lines:
@@ -42,13 +43,16 @@ def showing(quiet: bool) -> Iterator[None]:
     from rich.progress import BarColumn, Progress, TextColumn
 
     console = Console(stderr=True)
-    with Progress(
+    bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         console=console,
         transient=True,
-    ) as bar:
+    )
+    with threads.starting():  # the bar's refresh thread leaves Ctrl-C to the main thread
+        bar.start()
+    try:
         task = bar.add_task("hashing", total=0, visible=False)
 
         class Drawn:
@@ -63,3 +67,5 @@ def showing(quiet: bool) -> Iterator[None]:
 
         with progress.reporting(Drawn()):
             yield
+    finally:
+        bar.stop()

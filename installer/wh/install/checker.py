@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent import futures
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from wh.install import fingerprint
 from wh.install.fingerprint import Fingerprint
 from wh.install.layout import Schemes, Target, WheelLayout
 from wh.install.validate import Hashed, installed_problems, record_size, remember_unpacked
+from wh.proc import threads
 from wh.proc.cores import usable_cores
 
 
@@ -78,7 +79,7 @@ class Checker:
         self.scripts = Schemes.of(env).scripts  # real path: made once, not per staged check
         self.digests = digests or {}
         self.superseded = superseded or {}
-        self.pool = ThreadPoolExecutor(max_workers=usable_cores())
+        self.pool = threads.pool(usable_cores(), "wh-check")
         self.pending: list[Future[None]] = []
         self.hashed: Hashed = {}  # files that matched RECORD before they were installed
         # per wheel hashed where uv unpacked it (submit_unpacked): that folder, and the jobs

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,7 +36,7 @@ from wh.install.uvcache import ARCHIVES
 from wh.install.watch import Checked, Early, Unpacked
 from wh.model.choices import LinkMode
 from wh.model.plan import ActionKind, Plan
-from wh.proc import fsretry, lifetime
+from wh.proc import fsretry, lifetime, threads
 
 
 def _stage(
@@ -70,7 +70,7 @@ def _stage(
             early.poll()
 
     # the first (largest) call runs on this thread, so Ctrl-C stops it at once
-    with ThreadPoolExecutor(max_workers=len(staged)) as pool:
+    with threads.pool(len(staged), "wh-stage") as pool:
         watcher = pool.submit(watch)
         others = [pool.submit(one, i) for i in range(1, len(staged))]
         try:
@@ -115,7 +115,7 @@ def write_plan(
     dropped: Future[None] | None = None
     # a private uv cache is removed on a side thread while the batches move; leaving the
     # block waits for it, so a rollback after a failure never races the removal
-    with ThreadPoolExecutor(max_workers=1) as side:
+    with threads.pool(1, "wh-side") as side:
         if strategy.stage is not None:
             staged = rounds(order)
             root = strategy.stage

@@ -35,7 +35,6 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
@@ -52,6 +51,7 @@ from wh.errors import AmbiguousWheelsError, WheelsInvalidError
 from wh.hashing import fd_digest, file_digest, open_binary, parts
 from wh.install.layout import Target, WheelLayout
 from wh.model.wheel import Wheel, WheelProblem
+from wh.proc import threads
 from wh.proc.cores import usable_cores
 from wh.wheel.portable import fold, unsafe_paths
 from wh.wheel.wheelfile import (
@@ -338,7 +338,7 @@ def _record(
 def check_wheels(paths: Sequence[Path], limits: Limits = LIMITS, *, contents: bool = True) -> None:
     """Validate every wheel (in parallel); raise one WheelhouseError listing all problems."""
     todo = list(paths)
-    with ThreadPoolExecutor(max_workers=min(8, len(todo)) or 1) as pool:
+    with threads.pool(min(8, len(todo)), "wh-validate") as pool:
         found = list(pool.map(lambda p: problems(p, limits, contents=contents), todo))
     refuse_wheels([(p.name, ps) for p, ps in zip(todo, found, strict=True)])
 
@@ -435,7 +435,7 @@ def installed_problems(
                 )
     batches = parts(jobs, record_size, 256 << 20, 256)
     workers = min(len(batches), usable_cores())
-    with ThreadPoolExecutor(max_workers=workers or 1) as pool:
+    with threads.pool(workers, "wh-validate") as pool:
         found = [why for batch in pool.map(_check_batch, batches) for why in batch]
     bad: dict[str, list[str]] = {}
     for wheel, why in found:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from wh import settings
 from wh.errors import CommandError
-from wh.proc import lifetime
+from wh.proc import lifetime, threads
 
 log = logging.getLogger("wh.proc")
 
@@ -64,16 +64,17 @@ def run(
     # every child is tracked until it has exited (``lifetime``): one that may write an
     # environment dies with wh, and is killed and waited for before a rollback
     try:
-        child = subprocess.Popen(
-            lifetime.wrap(list(argv)),
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-        )
+        with threads.unblocked():  # started from a worker: Ctrl-C acts on it as on any program
+            child = subprocess.Popen(
+                lifetime.wrap(list(argv)),
+                env=dict(env) if env is not None else None,
+                cwd=cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+            )
     except OSError as exc:  # missing, not executable (/etc/passwd), not a program
         raise CommandError(
             argv[0], display, "cannot-run", what=what, problem=str(exc.strerror or exc)
@@ -113,15 +114,16 @@ def start(args: Sequence[str | Path], *, what: str) -> subprocess.Popen[str]:
     ``stop``. ``OSError`` where it cannot be started."""
     argv = [str(a) for a in args]
     log.info("$ %s  (%s)", argv[0], what)
-    child = subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-    )
+    with threads.unblocked():
+        child = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
     lifetime.started(child, what)
     return child
 

@@ -21,12 +21,13 @@ import re
 import threading
 import zipfile
 from collections.abc import Collection, Sequence
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future
 from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
 from wh.model.loadkinds import BinaryFormat
+from wh.proc import threads as wh_threads
 from wh.proc.cores import usable_cores
 from wh.wheel import natives as nat
 from wh.wheel.folder import is_wheel_entry
@@ -70,7 +71,7 @@ class Reading:
         tasks = [m for ms in self._members.values() for m in ms]
         tasks.sort(key=lambda m: (id(m) in deferred, -m.size))
         threads = threads or usable_cores()
-        self._pool = ThreadPoolExecutor(max_workers=max(1, min(len(tasks), threads)))
+        self._pool = wh_threads.pool(min(len(tasks), threads), "wh-read")
         self._futures: dict[int, Future[nat.Binary | None]] = {}
         self._lead: dict[int, nat.Member] = {}  # each member's lead (itself where none)
         self._last: dict[Path, int] = {}  # when a wheel's last member is read, in task order
@@ -229,7 +230,7 @@ def serve(inp: IO[str], out: IO[str]) -> int:
             wanted = set()
         reading.narrow(set())
 
-    threading.Thread(target=listen, daemon=True).start()
+    wh_threads.thread(listen, "wh-listen").start()
     try:
         for path in reading.order():
             with guard:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wh.proc import spawn
+from wh.proc import spawn, threads
 
 if TYPE_CHECKING:
     from wh.wheel.natives import Natives
@@ -58,8 +58,8 @@ class Worker:
             self._send({"folder": str(folder), "records": records})
         else:
             self._send({"paths": sorted(self._paths or ()), "records": records})
-        self._out = threading.Thread(target=self._collect, daemon=True)
-        self._err = threading.Thread(target=self._keep_stderr, daemon=True)
+        self._out = threads.thread(self._collect, "wh-natives-out")
+        self._err = threads.thread(self._keep_stderr, "wh-natives-err")
         self._out.start()
         self._err.start()
 

@@ -17,6 +17,7 @@ from wh.cache.stamps import cache_file, read_json, stat_key, write_json
 from wh.errors import WheelhouseMissingError
 from wh.hashing import parallel_map, sha256_file
 from wh.model.wheel import Wheel, WheelMeta, WheelProblem, to_wheel
+from wh.proc import threads
 from wh.proc.cores import usable_cores
 from wh.wheel import buildrecord
 from wh.wheel.folder import is_wheel_entry
@@ -235,7 +236,7 @@ class Prehash:
         if not paths:
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=usable_cores())
+            self._pool = threads.pool(usable_cores(), "wh-scan")
         for path in paths:
             self.started[path] = self._pool.submit(_stat_and_hash, path)
 
@@ -268,7 +269,7 @@ def add_hashes(
     started = started or {}
     fresh = [w.path for w in todo if w.path not in started]
     done: dict[Path, tuple[list[int], str]] = {}
-    with ThreadPoolExecutor(max_workers=max(1, min(len(fresh), usable_cores()))) as pool:
+    with threads.pool(min(len(fresh), usable_cores()), "wh-hash") as pool:
         pending = {started.get(w.path) or pool.submit(_stat_and_hash, w.path): w.path for w in todo}
         for future in as_completed(pending):
             path = pending[future]
