@@ -3,6 +3,7 @@ children they start take them as any program does."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import signal
@@ -13,6 +14,7 @@ from pathlib import Path
 from types import FrameType
 
 import pytest
+from wh.cli import reporters
 from wh.proc import spawn, threads
 
 pytestmark = pytest.mark.skipif(
@@ -79,14 +81,43 @@ def test_a_thread_a_library_starts_inside_starting_inherits_the_mask() -> None:
     assert seen[0] >= TERMINATING
 
 
+def _sigblk(status: str) -> set[int]:
+    """The terminating signals a /proc ``status`` text says are blocked (``SigBlk``, a mask
+    of bit ``signum - 1``): the kernel's own account."""
+    bits = int(status.split("SigBlk:")[1].split()[0], 16)
+    return {s for s in TERMINATING if bits >> (s - 1) & 1}
+
+
+def _kernel_blocked(native_id: int) -> set[int]:
+    return _sigblk(Path(f"/proc/self/task/{native_id}/status").read_text())
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="no /proc here")
+def test_the_progress_bar_draws_from_a_thread_that_blocks_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a terminal wh draws a rich progress bar, whose refresh thread rich starts."""
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    before = set(threading.enumerate())
+    with reporters.showing(False):
+        started = [t for t in threading.enumerate() if t not in before]
+        masks = [_kernel_blocked(t.native_id or 0) for t in started]
+    assert started, "rich started no thread: the test shows nothing"
+    assert all(m == TERMINATING for m in masks), masks
+    assert set(threading.enumerate()) <= before | set(started)
+
+
 def _child_blocked() -> tuple[set[int], set[int]]:
-    """The signals blocked in a child that ``spawn.run`` started from this thread, by the
-    kernel's own account (``SigBlk`` of /proc/self/status, a mask of bit ``signum - 1``),
-    and in this thread afterwards."""
-    code = "print(next(l for l in open('/proc/self/status') if l.startswith('SigBlk:')))"
+    """The terminating signals blocked in a child that ``spawn.run`` started from this
+    thread (its /proc/self/status), and in this thread afterwards."""
+    code = "print(open('/proc/self/status').read())"
     done = spawn.run([sys.executable, "-c", code], what="reading its signal mask")
-    bits = int(re.sub(r"\s", "", done.stdout.split(":", 1)[1]), 16)
-    return {s for s in TERMINATING if bits >> (s - 1) & 1}, _blocked()
+    return _sigblk(done.stdout), _blocked()
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="no /proc here")
