@@ -4,7 +4,6 @@ children they start take them as any program does."""
 from __future__ import annotations
 
 import io
-import os
 import re
 import signal
 import sys
@@ -59,8 +58,8 @@ def test_the_main_thread_keeps_them() -> None:
 
 
 def test_a_thread_a_library_starts_inside_starting_inherits_the_mask() -> None:
-    """What rich's refresh thread gets; a SIGTERM sent meanwhile waits for the block's end
-    and is then taken by the main thread."""
+    """What rich's refresh thread gets; a SIGTERM sent to the main thread meanwhile waits
+    for the block's end and is then taken."""
     taken: list[int] = []
 
     def handler(signum: int, frame: FrameType | None) -> None:
@@ -72,7 +71,9 @@ def test_a_thread_a_library_starts_inside_starting_inherits_the_mask() -> None:
         with threads.starting():
             t = threading.Thread(target=lambda: seen.append(_blocked()))
             t.start()
-            os.kill(os.getpid(), signal.SIGTERM)
+            # sent to this thread: other tests' threads in this process may take a signal
+            # sent to the process
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGTERM)
             assert taken == []
         t.join(10)
         assert taken == [signal.SIGTERM]
