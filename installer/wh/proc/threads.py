@@ -62,14 +62,8 @@ def starting() -> Iterator[None]:
     """For the block, ``TERMINATING`` is blocked in the calling thread, so that threads a
     library starts in it (rich's refresh thread) inherit the mask; a signal that comes
     meanwhile waits, and is taken as soon as the block ends."""
-    if not _MASKS:
+    with _masked(signal.SIG_BLOCK, _MASKS):
         yield
-        return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINATING)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 @contextmanager
@@ -79,10 +73,18 @@ def unblocked() -> Iterator[None]:
     (a uv that ignored the terminal's Ctrl-C would outlive the install it was part of).
     A signal for the process that comes in the few milliseconds of the block may be taken
     by this thread, as before this module."""
-    if not _MASKS or _in_main():
+    with _masked(signal.SIG_UNBLOCK, _MASKS and not _in_main()):
+        yield
+
+
+@contextmanager
+def _masked(how: int, act: bool) -> Iterator[None]:
+    """``TERMINATING`` blocked or unblocked (``how``) in the calling thread for the block,
+    then the mask as it was; nothing where ``act`` is false."""
+    if not act:
         yield
         return
-    before = signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINATING)
+    before = signal.pthread_sigmask(how, TERMINATING)
     try:
         yield
     finally:
