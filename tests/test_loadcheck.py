@@ -471,38 +471,24 @@ def test_a_helper_started_on_the_whole_wheelhouse_answers_for_the_wheels_the_sca
 
 @needs_gcc
 def test_the_helper_drops_what_the_lock_does_not_lock(
-    tmp_path: Path, elf: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, elf: dict[str, bytes]
 ) -> None:
     """Once the resolution is known the child is told which wheels are still wanted: the
-    others are not answered (nor read where their reading has not begun). While the
-    child reads, its thread has a core on loan from the lock's hashing (on two cores,
-    one); it comes back once every wanted wheel is answered, and at the latest when the
-    child is stopped."""
-    from wh.proc.cores import Cores
-    from wh.wheel import nativeworker
+    others are not answered (nor read where their reading has not begun)."""
     from wh.wheel.nativeworker import Worker
 
     house = tmp_path / "wh"
     _torch_stack(house, elf)
     paths = sorted(house.glob("*.whl"))
-    shared = Cores(total=2)
-    monkeypatch.setattr(nativeworker, "SHARED", shared)
-    monkeypatch.setattr(nativeworker, "usable_cores", lambda: 2)
     worker = Worker(paths)
     try:
-        assert worker.lending or len(worker._got) == len(paths)
         worker.narrow({paths[0]})
         assert worker.take(paths[0]) == wheel_natives(paths[0])
-        assert not worker.lending and shared.lent == 0  # back once paths[0] is answered
         assert all(worker.take(p) is None for p in paths[1:])
         assert worker.failure == ""
     finally:
         worker.close()
     assert worker._proc.poll() is not None  # stopped and waited for
-    stopped = Worker(paths)
-    assert stopped.lending and shared.lent == 1 and shared.open_slots() == 1
-    stopped.close()  # before answering: the loan comes back with the stop
-    assert not stopped.lending and shared.lent == 0
 
 
 def test_the_wheels_a_lock_chooses_between_are_those_of_a_project_with_several() -> None:
@@ -528,7 +514,7 @@ def test_the_helper_reads_on_one_thread_on_two_cores_and_on_more_where_cores_are
     """On two cores the lock's hashing keeps the second core busy: one reading thread. With
     more cores the hashing ends long before one thread's reading would: half the cores
     read, up to ``HELPER_THREADS`` (each thread's buffers count in the lock's peak)."""
-    from wh.wheel.nativeworker import HELPER_THREADS, helper_threads
+    from wh.wheel.nativesread import HELPER_THREADS, helper_threads
 
     assert [helper_threads(n) for n in (1, 2, 3)] == [1, 1, 1]
     assert [helper_threads(n) for n in (4, 6)] == [2, 3]
@@ -545,7 +531,6 @@ def test_a_helper_on_several_threads_answers_what_one_thread_does(
     import os
 
     from wh.wheel import nativesread
-    from wh.wheel.nativeworker import HELPER_THREADS
 
     house = tmp_path / "wh"
     _torch_stack(house, elf)
@@ -572,7 +557,7 @@ def test_a_helper_on_several_threads_answers_what_one_thread_does(
         lines = [json.loads(x) for x in out.getvalue().splitlines()]
         answers[cores] = {x["path"]: x["natives"] for x in lines}
         assert len(answers[cores]) == len(lines) == len(list(house.glob("*.whl")))
-    assert workers == {2: 1, 8: HELPER_THREADS} and workers[8] > 1
+    assert workers == {2: 1, 8: nativesread.HELPER_THREADS} and workers[8] > 1
     assert answers[8] == answers[2]
     assert answers[2] == {str(p): wheel_natives(p).to_json() for p in house.glob("*.whl")}
 
@@ -646,7 +631,6 @@ def test_a_helper_that_fails_is_reported_and_its_wheels_are_read_here(
     that the helper ended, with its exit status and its last words."""
     from wh import progress
     from wh.app import loadscan
-    from wh.proc.cores import Cores
     from wh.wheel import nativeworker
 
     monkeypatch.setenv("WH_CACHE_DIR", str(tmp_path / "cache"))
@@ -663,14 +647,10 @@ def test_a_helper_that_fails_is_reported_and_its_wheels_are_read_here(
             said.append(message)
 
     reads = _spy_reads(monkeypatch)
-    shared = Cores(total=2)
-    monkeypatch.setattr(nativeworker, "SHARED", shared)
     with progress.reporting(Told()), Prefetch() as pre:
         pre.start(paths)
         got = loadscan.read_many([(p, "") for p in paths], pre)
-        assert pre._worker is not None and not pre._worker.lending  # back when it ended
     assert got == {p: wheel_natives(p) for p in paths}
-    assert shared.lent == 0
     assert reads  # read here
     assert [m for m in said if "helper" in m] == [
         "the helper reading compiled members ended (exit status 3: no isal here); "

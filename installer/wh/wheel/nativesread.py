@@ -31,7 +31,6 @@ from wh.proc import threads as wh_threads
 from wh.proc.cores import usable_cores
 from wh.wheel import natives as nat
 from wh.wheel.folder import is_wheel_entry
-from wh.wheel.nativeworker import helper_threads
 
 
 def _read_like(
@@ -177,6 +176,22 @@ def recorded(paths: Sequence[Path], records: str) -> set[Path]:
         except OSError:
             continue
     return out
+
+
+# at most: each thread holds its own buffers (a few MB more for four threads than for one)
+HELPER_THREADS = 4
+
+
+def helper_threads(cores: int) -> int:
+    """The child's reading threads on ``cores`` usable cores: one on two cores, where the
+    lock's hashing keeps the other core busy and a second thread only contends with it;
+    half the cores from four on, up to ``HELPER_THREADS``. There the hashing ends long
+    before one thread's reading would (it spreads over every core, the reading of one
+    member does not), so the reading is what the lock waits for: on 16 cores a cold lock
+    took 1.28x the lock without the check with one thread, 1.09x with two and 1.02x with
+    four (docs/performance-loadcheck.md, session 32). Inflating (ISA-L, libdeflate)
+    releases the GIL; the rest of a member's reading holds it."""
+    return max(1, min(HELPER_THREADS, cores // 2))
 
 
 def serve(inp: IO[str], out: IO[str]) -> int:

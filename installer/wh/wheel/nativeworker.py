@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wh.proc import spawn, threads
-from wh.proc.cores import SHARED, Loan, usable_cores
 
 if TYPE_CHECKING:
     from wh.wheel.natives import Natives
@@ -30,21 +29,6 @@ _CHILD = (
     "from wh.wheel.nativesread import serve; sys.exit(serve(sys.stdin, sys.stdout))"
 )
 STDERR_KEPT = 8 << 10  # characters of the child's stderr kept to explain its failure
-
-# at most: each thread holds its own buffers (a few MB more for four threads than for one)
-HELPER_THREADS = 4
-
-
-def helper_threads(cores: int) -> int:
-    """The child's reading threads on ``cores`` usable cores: one on two cores, where the
-    lock's hashing keeps the other core busy and a second thread only contends with it;
-    half the cores from four on, up to ``HELPER_THREADS``. There the hashing ends long
-    before one thread's reading would (it spreads over every core, the reading of one
-    member does not), so the reading is what the lock waits for: on 16 cores a cold lock
-    took 1.28x the lock without the check with one thread, 1.09x with two and 1.02x with
-    four (docs/performance-loadcheck.md, session 32). Inflating (ISA-L, libdeflate)
-    releases the GIL; the rest of a member's reading holds it."""
-    return max(1, min(HELPER_THREADS, cores // 2))
 
 
 class Worker:
@@ -74,11 +58,6 @@ class Worker:
             self._send({"folder": str(folder), "records": records})
         else:
             self._send({"paths": sorted(self._paths or ()), "records": records})
-        # the child's reading threads have their cores on loan from this process's
-        # hashing until it has answered for every wanted wheel, ends or is stopped
-        self._loan: Loan | None = SHARED.lend(helper_threads(usable_cores()))
-        with self._cond:
-            self._answered()  # nothing wanted
         self._out = threads.thread(self._collect, "wh-natives-out")
         self._err = threads.thread(self._keep_stderr, "wh-natives-err")
         self._out.start()
@@ -104,37 +83,18 @@ class Worker:
                 if "skipped" in msg:  # recorded: the lock takes the record
                     with self._cond:
                         self._skipped.add(str(msg["path"]))
-                        self._answered()
+                        self._cond.notify_all()
                     continue
                 got = Natives.from_json(msg["natives"])
                 with self._cond:
                     self._got[str(msg["path"])] = got
-                    self._answered()
+                    self._cond.notify_all()
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a garbled answer: the wheels it did not answer are read by the caller
         finally:
             with self._cond:
                 self._ended = True
-                self._give_back()
                 self._cond.notify_all()
-
-    def _answered(self) -> None:
-        """Wake ``take``; the loan goes back once every wanted wheel is answered (the
-        child may still list or pass over others). Called holding ``_cond``."""
-        self._cond.notify_all()
-        if self._paths is not None and self._paths <= set(self._got) | self._skipped:
-            self._give_back()
-
-    def _give_back(self) -> None:
-        if self._loan is not None:
-            self._loan.back()
-            self._loan = None
-
-    @property
-    def lending(self) -> bool:
-        """Whether the child still has cores on loan from this process's hashing."""
-        with self._cond:
-            return self._loan is not None
 
     def _keep_stderr(self) -> None:
         assert self._proc.stderr is not None
@@ -149,8 +109,6 @@ class Worker:
         keys = {str(p) for p in wanted}
         self._paths = keys if self._paths is None else self._paths & keys
         self._send({"narrow": sorted(self._paths)})
-        with self._cond:
-            self._answered()
 
     def take(self, path: Path) -> Natives | None:
         key = str(path)
@@ -180,8 +138,6 @@ class Worker:
 
     def close(self) -> None:
         """Stop the child (it writes nothing, so it is killed) and wait for it."""
-        with self._cond:
-            self._give_back()
         spawn.stop(self._proc)
         self._out.join(timeout=5)
         self._err.join(timeout=5)

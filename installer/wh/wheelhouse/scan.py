@@ -18,7 +18,7 @@ from wh.errors import WheelhouseMissingError
 from wh.hashing import parallel_map, sha256_file
 from wh.model.wheel import Wheel, WheelMeta, WheelProblem, to_wheel
 from wh.proc import threads
-from wh.proc.cores import SHARED, usable_cores
+from wh.proc.cores import usable_cores
 from wh.wheel import buildrecord
 from wh.wheel.folder import is_wheel_entry
 from wh.wheel.wheelfile import read_meta
@@ -210,11 +210,9 @@ def scan(
 
 
 def _stat_and_hash(path: Path) -> tuple[list[int], str]:
-    """The file's stat key taken before its bytes are hashed, and its sha256; in a slot of
-    ``cores.SHARED`` (fewer at once while the natives helper has cores on loan)."""
-    with SHARED.slot():
-        before = stat_key(path.stat(), path)
-        return before, sha256_file(path)
+    """The file's stat key taken before its bytes are hashed, and its sha256."""
+    before = stat_key(path.stat(), path)
+    return before, sha256_file(path)
 
 
 class Prehash:
