@@ -529,16 +529,35 @@ class Bench:
     ) -> dict[Tree, Row]:
         """``n`` runs of a wh row for each tree, alternating tree by tree (this machine's
         speed drifts), one row each; with a baseline, a line of the before/after table."""
-        runs: dict[Tree, list[Run]] = {t: [] for t in self.trees}
+        return self.in_rounds(section, [(what, fn, note)], n)[0]
+
+    def in_rounds(
+        self,
+        section: str,
+        rows: list[tuple[str, Callable[[Tree, int], Run], str]],
+        n: int,
+    ) -> list[dict[Tree, Row]]:
+        """``n`` rounds, each running every ``(what, fn, note)`` row once per tree, so that
+        rows whose ratio is reported (a lock with the load check and without it) meet the
+        same drift of this machine's speed, instead of one row's runs all coming minutes
+        after the other's; one row per tree each, as ``per_tree``."""
+        runs: list[dict[Tree, list[Run]]] = [{t: [] for t in self.trees} for _ in rows]
         for i in range(n):
-            # the order flips each round: a run that follows another pays for the files the
-            # other left to write back (an install writes GBs), so neither tree always does
-            for t in self.trees if i % 2 == 0 else self.trees[::-1]:
-                runs[t].append(fn(t, i))
-        rows = {t: self.report.add(section, self.tagged(what, t), r, note) for t, r in runs.items()}
-        if len(self.trees) == 2:
-            self.report.before_after(section, what, rows[self.trees[0]], rows[self.trees[1]])
-        return rows
+            for k, (_, fn, _) in enumerate(rows):
+                # the order flips each round: a run that follows another pays for the files
+                # the other left to write back (an install writes GBs), so neither tree
+                # always does
+                for t in self.trees if i % 2 == 0 else self.trees[::-1]:
+                    runs[k][t].append(fn(t, i))
+        out: list[dict[Tree, Row]] = []
+        for (what, _, note), per in zip(rows, runs, strict=True):
+            got = {
+                t: self.report.add(section, self.tagged(what, t), r, note) for t, r in per.items()
+            }
+            if len(self.trees) == 2:
+                self.report.before_after(section, what, got[self.trees[0]], got[self.trees[1]])
+            out.append(got)
+        return out
 
     def lock_section(
         self, label: str, folder: Path, roots: list[str]
@@ -602,15 +621,6 @@ class Bench:
             caches[t].append(cache)
             return run(lock(t, lockfiles[t]), env=self.wh_env(cache, tree=t))
 
-        wh_c = self.per_tree(section, "wh lock, cold (empty scan cache)", a.repeat, wh_cold, note)[
-            self.tree
-        ]
-        warm_cache = {t: c[-1] for t, c in caches.items()}
-        if len(self.trees) == 2:  # the same inputs should give the same lock bytes
-            before, after = (lockfiles[t].read_bytes() for t in self.trees)
-            same = "byte for byte the same" if before == after else "DIFFERENT"
-            print(f"  => the two trees' locks are {same}", flush=True)
-
         def wh_cold_unchecked(t: Tree, i: int) -> Run:
             cache = self.tmp("whcache")
             unchecked = self.work / f"unchecked.{key[t]}.toml"
@@ -620,18 +630,10 @@ class Bench:
                 after=lambda: shutil.rmtree(cache),
             )
 
-        wh_cu = self.per_tree(
-            section,
-            "wh lock, cold, --skip-load-check (no load check)",
-            a.repeat,
-            wh_cold_unchecked,
-        )[self.tree]
-        rep.ratio(
-            f"{label}: cold wh lock / the same without the load check",
-            wh_c,
-            wh_cu,
-            "target <= 1.2x",
-        )
+        cold_rows: list[tuple[str, Callable[[Tree, int], Run], str]] = [
+            ("wh lock, cold (empty scan cache)", wh_cold, note),
+            ("wh lock, cold, --skip-load-check (no load check)", wh_cold_unchecked, ""),
+        ]
         if (folder / ".wh-natives").is_dir():  # fetch's records: also the lock that reads
             # every compiled member itself, on the same wheels without them (hard links)
             bare = self.work / f"{label}-without-records"
@@ -651,15 +653,27 @@ class Bench:
                     after=lambda: shutil.rmtree(cache),
                 )
 
-            wh_cb = self.per_tree(
-                section,
-                "wh lock, cold, wheelhouse without fetch's .wh-natives records",
-                a.repeat,
-                wh_cold_bare,
-            )[self.tree]
+            cold_rows.append(
+                ("wh lock, cold, wheelhouse without fetch's .wh-natives records", wh_cold_bare, "")
+            )
+        # the three cold locks in the same rounds: their ratios are the load check's cost
+        got = self.in_rounds(section, cold_rows, a.repeat)
+        wh_c, wh_cu = got[0][self.tree], got[1][self.tree]
+        warm_cache = {t: c[-1] for t, c in caches.items()}
+        if len(self.trees) == 2:  # the same inputs should give the same lock bytes
+            before, after = (lockfiles[t].read_bytes() for t in self.trees)
+            same = "byte for byte the same" if before == after else "DIFFERENT"
+            print(f"  => the two trees' locks are {same}", flush=True)
+        rep.ratio(
+            f"{label}: cold wh lock / the same without the load check",
+            wh_c,
+            wh_cu,
+            "target <= 1.2x",
+        )
+        if len(got) > 2:
             rep.ratio(
                 f"{label}: cold wh lock without records / without the load check",
-                wh_cb,
+                got[2][self.tree],
                 wh_cu,
                 "target <= 1.2x",
             )
