@@ -286,7 +286,7 @@ class Row:
 class Report:
     def __init__(self) -> None:
         self.rows: list[Row] = []
-        self.ratios: list[tuple[str, str, float, float, str]] = []
+        self.ratios: list[tuple[str, str, float, float, str, str]] = []
         self.pairs: list[tuple[str, str, Row, Row]] = []  # before/after, with --baseline
 
     def add(self, section: str, what: str, runs: list[Run], note: str = "") -> Row:
@@ -301,10 +301,28 @@ class Report:
             print("    runs: " + " ".join(f"{r.wall:.3f}" for r in runs), flush=True)
         return row
 
-    def ratio(self, label: str, a: Row, b: Row, target: str = "") -> None:
+    def ratio(
+        self, label: str, a: Row, b: Row, target: str = "", limit: float | None = None
+    ) -> None:
+        """``a`` over ``b``, best by best and median by median; with ``limit``, where both
+        rows ran in the same rounds (``Bench.in_rounds``: run ``i`` of each in round
+        ``i``), also each round's ratio, and how many rounds went over ``limit``: the
+        best and the median each pick a run of their own, and say nothing of how often
+        one round's lock with the check took more than ``limit`` times the other's."""
         r, m = a.best / b.best, a.median / b.median
-        self.ratios.append((label, f"{a.what} / {b.what}", r, m, target))
+        rounds = round_ratios(a, b) if limit is not None else []
+        spread = ""
+        if rounds:
+            over = sum(x > limit for x in rounds) if limit is not None else 0
+            spread = (
+                f"rounds {statistics.median(rounds):.2f}x median, {max(rounds):.2f}x highest, "
+                f"{over} of {len(rounds)} over {limit}x"
+            )
+        self.ratios.append((label, f"{a.what} / {b.what}", r, m, target, spread))
         print(f"  => {label}: {r:.2f}x (medians {m:.2f}x) {target}", flush=True)
+        if rounds:
+            each = " ".join(f"{x:.2f}" for x in rounds)
+            print(f"     per round: {each} ({spread})", flush=True)
 
     def before_after(self, section: str, what: str, before: Row, after: Row) -> None:
         self.pairs.append((section, what, before, after))
@@ -335,11 +353,19 @@ class Report:
                 f"| {r.section} | {r.what} | {r.best:.3f} | {r.median:.3f} | {len(r.runs)} | "
                 f"{r.rss:.0f} | {r.note} |"
             )
-        lines += ["", "| ratio | of | best / best | median / median | target |"]
-        lines.append("| --- | --- | ---: | ---: | --- |")
-        for label, of, value, med, target in self.ratios:
-            lines.append(f"| {label} | {of} | {value:.2f}x | {med:.2f}x | {target} |")
+        lines += ["", "| ratio | of | best / best | median / median | target | per round |"]
+        lines.append("| --- | --- | ---: | ---: | --- | --- |")
+        for label, of, value, med, target, spread in self.ratios:
+            lines.append(f"| {label} | {of} | {value:.2f}x | {med:.2f}x | {target} | {spread} |")
         return "\n".join(lines)
+
+
+def round_ratios(a: Row, b: Row) -> list[float]:
+    """Each round's ``a`` over ``b``, for rows whose ``i``-th runs ran in the same round;
+    none where their counts of runs differ (they did not)."""
+    if len(a.runs) != len(b.runs):
+        return []
+    return [x.wall / y.wall for x, y in zip(a.runs, b.runs, strict=True)]
 
 
 def repeat(n: int, fn: Callable[[int], Run]) -> list[Run]:
@@ -669,6 +695,7 @@ class Bench:
             wh_c,
             wh_cu,
             "target <= 1.2x",
+            limit=1.2,
         )
         if len(got) > 2:
             rep.ratio(
@@ -676,6 +703,7 @@ class Bench:
                 got[2][self.tree],
                 wh_cu,
                 "target <= 1.2x",
+                limit=1.2,
             )
         # a re-lock that resolves again (memo off): the load check from its digest cache
         wh_r = self.per_tree(
