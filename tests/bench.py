@@ -705,31 +705,41 @@ class Bench:
                 "target <= 1.2x",
                 limit=1.2,
             )
-        # a re-lock that resolves again (memo off): the load check from its digest cache
-        wh_r = self.per_tree(
+        # a re-lock that resolves again (memo off): the load check from its digest cache,
+        # and the same lock without the check, in the same rounds
+        warm_rows = self.in_rounds(
             section,
-            "wh lock, warm caches, lock memo off (resolves; natives cached)",
+            [
+                (
+                    "wh lock, warm caches, lock memo off (resolves; natives cached)",
+                    lambda t, i: run(
+                        lock(t, lockfiles[t]),
+                        env=self.wh_env(warm_cache[t], tree=t, WH_NO_LOCK_MEMO="1"),
+                    ),
+                    "",
+                ),
+                (
+                    "wh lock, warm caches, lock memo off, --skip-load-check",
+                    lambda t, i: run(
+                        lock(
+                            t, self.work / f"unchecked.{key[t]}.toml", "--skip-load-check", "bench"
+                        ),
+                        env=self.wh_env(warm_cache[t], tree=t, WH_NO_LOCK_MEMO="1"),
+                    ),
+                    "",
+                ),
+            ],
             a.repeat_warm,
-            lambda t, i: run(
-                lock(t, lockfiles[t]),
-                env=self.wh_env(warm_cache[t], tree=t, WH_NO_LOCK_MEMO="1"),
-            ),
-        )[self.tree]
-        wh_ru = self.per_tree(
-            section,
-            "wh lock, warm caches, lock memo off, --skip-load-check",
-            a.repeat_warm,
-            lambda t, i: run(
-                lock(t, self.work / f"unchecked.{key[t]}.toml", "--skip-load-check", "bench"),
-                env=self.wh_env(warm_cache[t], tree=t, WH_NO_LOCK_MEMO="1"),
-            ),
-        )[self.tree]
+        )
+        wh_r, wh_ru = (row[self.tree] for row in warm_rows)
         # two whole processes of ~1 s each: their difference is mostly this machine's
-        # spread, so both the best and the median difference are shown; the in-process
-        # timing below is the check's own cost
+        # spread, so the best, the median and each round's difference are shown; the
+        # in-process timing below is the check's own cost
+        rounds = [x.wall - y.wall for x, y in zip(wh_r.runs, wh_ru.runs, strict=True)]
         print(
             f"  => {label}: the cached load check adds {wh_r.best - wh_ru.best:.3f} s "
-            f"(medians {wh_r.median - wh_ru.median:.3f} s) to a re-resolving lock, end to "
+            f"(medians {wh_r.median - wh_ru.median:.3f} s; the median round "
+            f"{statistics.median(rounds):.3f} s) to a re-resolving lock, end to "
             "end (target < 0.010 s; read the in-process line)",
             flush=True,
         )
