@@ -312,8 +312,8 @@ class Report:
         r, m = a.best / b.best, a.median / b.median
         rounds = round_ratios(a, b) if limit is not None else []
         spread = ""
-        if rounds:
-            over = sum(x > limit for x in rounds) if limit is not None else 0
+        if limit is not None and rounds:
+            over = sum(x > limit for x in rounds)
             spread = (
                 f"rounds {statistics.median(rounds):.2f}x median, {max(rounds):.2f}x highest, "
                 f"{over} of {len(rounds)} over {limit}x"
@@ -360,12 +360,18 @@ class Report:
         return "\n".join(lines)
 
 
-def round_ratios(a: Row, b: Row) -> list[float]:
-    """Each round's ``a`` over ``b``, for rows whose ``i``-th runs ran in the same round;
-    none where their counts of runs differ (they did not)."""
+def same_rounds(a: Row, b: Row) -> list[tuple[float, float]]:
+    """The wall times of ``a`` and ``b`` round by round, for rows whose ``i``-th runs ran in
+    the same round (``Bench.in_rounds``); none where their counts of runs differ (they did
+    not)."""
     if len(a.runs) != len(b.runs):
         return []
-    return [x.wall / y.wall for x, y in zip(a.runs, b.runs, strict=True)]
+    return [(x.wall, y.wall) for x, y in zip(a.runs, b.runs, strict=True)]
+
+
+def round_ratios(a: Row, b: Row) -> list[float]:
+    """Each round's ``a`` over ``b`` (``same_rounds``)."""
+    return [x / y for x, y in same_rounds(a, b)]
 
 
 def repeat(n: int, fn: Callable[[int], Run]) -> list[Run]:
@@ -735,7 +741,7 @@ class Bench:
         # two whole processes of ~1 s each: their difference is mostly this machine's
         # spread, so the best, the median and each round's difference are shown; the
         # in-process timing below is the check's own cost
-        rounds = [x.wall - y.wall for x, y in zip(wh_r.runs, wh_ru.runs, strict=True)]
+        rounds = [x - y for x, y in same_rounds(wh_r, wh_ru)]
         print(
             f"  => {label}: the cached load check adds {wh_r.best - wh_ru.best:.3f} s "
             f"(medians {wh_r.median - wh_ru.median:.3f} s; the median round "
