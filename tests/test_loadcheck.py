@@ -263,6 +263,73 @@ def test_a_cuda13_kernel_next_to_a_cuda12_torch_is_refused_with_every_problem(
     assert lock == {"checked": False, "skipped": "CUDA 13 comes from the base image"}
 
 
+@needs_gcc
+def test_fetch_says_the_wheelhouse_would_not_lock_and_keeps_its_wheels(
+    tmp_path: Path, elf: dict[str, bytes]
+) -> None:
+    """`wh fetch` promises a wheelhouse that locks: one whose load check fails (a CUDA 13
+    kernel next to a CUDA 12 torch) ends the fetch with the lock's problems (exit 5), while
+    the wheels stay for a fix; the same escape hatches as `wh lock` take it, and then the
+    lock of that wheelhouse passes too."""
+    from tests.indexserver import file_index
+
+    up, house = tmp_path / "up", tmp_path / "house"
+    _torch_stack(up, elf)
+    _kernel(
+        up, "0.4.3", {"sgl_kernel/ops.abi3.so": elf["ops13.so"]}, "cp310-abi3-manylinux2014_x86_64"
+    )
+    url = file_index(up)
+    fetch = ("fetch", "-r", "sglang-kernel", *LINUX, "--wheelhouse", house, "--index-url", url)
+    r = run_wh(*fetch, "--json")
+    assert r.returncode == 5, r.stdout + r.stderr
+    # the fetch's report, then the error (as a fetch missing wheels prints them)
+    report, end = json.JSONDecoder().raw_decode(r.stdout)
+    err = json.loads(r.stdout[end:])
+    assert err["error"] == "load" and "the wheels were downloaded and kept" in err["message"]
+    target = "manylinux_2_28_x86_64 / CPython 3.12"
+    assert err["fields"] == {"targets": [target], "packages": ["sglang-kernel 0.4.3"]}
+    problems = err["problems"][target]
+    assert sorted(p["subject"] for p in problems) == ["libcudart.so.13", "libnuma.so.1"]
+    assert report["load_refused"] == {target: problems} and report["load_checks"] == {}
+    wheels = sorted(p.name for p in house.glob("*.whl"))
+    assert wheels == sorted(p.name for p in up.glob("*.whl")) and len(wheels) == 3
+    # the same run without --json: every problem, each with its fix, and the hatches
+    r = run_wh(*fetch)
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert f"for {target} (manylinux_2_28 x86_64):" in r.stderr
+    assert "sgl_kernel/ops.abi3.so needs libcudart.so.13" in r.stderr
+    assert "libnuma1 (Debian/Ubuntu)" in r.stderr and "--allow-missing-library" in r.stderr
+    assert f"the wheelhouse resolves for {target} but fails its load check" in r.stdout
+    r = run_wh(*fetch, "--skip-load-check", "CUDA 13 comes from the base image")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "3 package(s); load check skipped: CUDA 13 comes from the base image" in r.stdout
+    # the hatches, as `wh lock` takes them: nothing downloaded again, and it locks
+    allow = (
+        "--allow-missing-library",
+        "libcudart.so.13=CUDA 13 comes from the base image",
+        "--allow-missing-library",
+        "libnuma.so.1=apt install libnuma1",
+    )
+    r = run_wh(*fetch, *allow)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "downloaded 0 wheel(s)" in r.stdout
+    assert (
+        f"locks for {target}: 3 package(s); 4 compiled member(s) find their 7 need(s)" in r.stdout
+    )
+    r = run_wh(
+        "lock",
+        "-r",
+        "sglang-kernel",
+        *LINUX,
+        "--wheelhouse",
+        house,
+        "--lockfile",
+        tmp_path / "pylock.toml",
+        *allow,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def _spy_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The members ``loadscan`` reads from here on, in the order it reads them."""
     from wh.app import loadscan

@@ -316,6 +316,14 @@ ROWS: dict[tuple[str, str], Diff | Refused | ByTest] = {
     ("fetch", "dry_run"): Diff(FETCH_NEW, ("--dry-run",)),
     ("fetch", "index_url"): Diff(FETCH, ("--index-url", "{I2}"), ("--index-url", "{I}")),
     ("fetch", "jobs"): Diff(FETCH_NEW, ("--jobs", "1")),
+    ("fetch", "allow_missing"): ByTest(
+        "tests.test_loadcheck::test_fetch_says_the_wheelhouse_would_not_lock_and_keeps_its_wheels",
+        "--allow-missing-library",
+    ),
+    ("fetch", "skip_load_check"): ByTest(
+        "tests.test_loadcheck::test_fetch_says_the_wheelhouse_would_not_lock_and_keeps_its_wheels",
+        "--skip-load-check",
+    ),
     ("fetch", "refresh"): ByTest(
         "tests.test_fleet::test_a_fetch_with_nothing_new_reuses_its_resolution_until_refresh",
         "refresh=True",

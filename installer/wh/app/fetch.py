@@ -25,7 +25,14 @@ from wh.airgap import fetchmemo
 from wh.airgap.indexclient import Http, IndexClient, RemoteFile, configured_index, usable_wheels
 from wh.airgap.remotesource import RemoteWheel, Source
 from wh.app.hooks import TargetSpec
-from wh.app.loadscan import record_wheelhouse
+from wh.app.loadscan import (
+    FetchLoadCheckError,
+    LoadCheckError,
+    lock_check,
+    lock_record,
+    record_wheelhouse,
+)
+from wh.app.lock import build_records
 from wh.env.environment import Environment
 from wh.errors import (
     EmptyProfileError,
@@ -33,9 +40,11 @@ from wh.errors import (
     IndexOptionError,
     ResolutionError,
     WheelhouseError,
+    WhError,
 )
 from wh.hashing import sha256_many
 from wh.model.candidates import CandidateIndex
+from wh.model.loadoptions import LoadOptions
 from wh.model.manifest import Manifest, StandIns
 from wh.model.overrides import Dropped
 from wh.model.pinned import Pinned
@@ -43,6 +52,7 @@ from wh.model.profile import Drop
 from wh.model.requiredby import RequiredBy
 from wh.model.resolution import Resolution
 from wh.model.target import Target
+from wh.model.toolwh import LoadCheck
 from wh.model.wheel import Wheel
 from wh.proc import threads
 from wh.resolve.resolver import resolve
@@ -105,6 +115,9 @@ class FetchReport:
     dropped: list[tuple[str, Dropped]] = field(default_factory=list)
     unused_drops: list[tuple[str, Drop]] = field(default_factory=list)
     resolutions: dict[str, Resolution] = field(default_factory=dict)  # the local re-lock
+    # the load check of each local re-lock: what `wh lock` records, or why it would refuse
+    load_checks: dict[str, LoadCheck] = field(default_factory=dict)
+    load_refused: dict[str, LoadCheckError] = field(default_factory=dict)
     indexes: dict[str, str] = field(default_factory=dict)
     wheelhouse: Path = Path("wheelhouse")
     dry_run: bool = False
@@ -116,11 +129,16 @@ class FetchReport:
             out[e.target] = out.get(e.target, 0) + 1
         return out
 
-    def refusal(self) -> WheelhouseError | None:
-        """The error (exit 3) a fetch that could not have everything ends with, else None."""
-        if not self.missing:
-            return None
-        return FetchMissingError([str(m) for m in self.missing], downloaded=bool(self.downloaded))
+    def refusal(self) -> WhError | None:
+        """The error a fetch ends with: exit 3 where it could not have everything, exit 5
+        where the wheelhouse it left would not pass `wh lock`'s load check; else None."""
+        if self.missing:
+            return FetchMissingError(
+                [str(m) for m in self.missing], downloaded=bool(self.downloaded)
+            )
+        if self.load_refused:
+            return FetchLoadCheckError(self.load_refused)
+        return None
 
     def to_json(self) -> dict[str, object]:
         """What `wh fetch --json` prints."""
@@ -138,6 +156,10 @@ class FetchReport:
             "download_seconds": round(self.download_seconds, 3),
             "present": self.present,
             "resolutions": {t: r.versions() for t, r in self.resolutions.items()},
+            "load_checks": {t: c.to_toml() for t, c in self.load_checks.items()},
+            "load_refused": {
+                t: [p.to_json() for p in e.problems] for t, e in self.load_refused.items()
+            },
         }
 
 
@@ -386,9 +408,11 @@ def fetch(
     jobs: int = _DOWNLOADS,
     local_only: Iterable[str] = (),
     refresh: bool = False,
+    load: LoadOptions | None = None,
 ) -> FetchReport:
     """Resolve ``manifest`` for every target over the index, then (unless ``dry_run``)
-    download exactly the resolved wheels into ``wheelhouse`` and check that it locks."""
+    download exactly the resolved wheels into ``wheelhouse`` and check that it locks, load
+    check included (``load``: its escape hatches, as `wh lock` takes them)."""
     profile = manifest.profile
     if not manifest.requirements:
         raise EmptyProfileError(profile.name)
@@ -476,7 +500,7 @@ def fetch(
     download_closure(report.closure, wheelhouse, http, report, jobs)
     if report.missing:
         return report
-    _check_locks(manifest, wheelhouse, targets, report)
+    _check_locks(manifest, wheelhouse, targets, report, load or LoadOptions())
     return report
 
 
@@ -532,8 +556,11 @@ def _check_locks(
     wheelhouse: Path,
     targets: Sequence[tuple[Target, Environment | None]],
     report: FetchReport,
+    load: LoadOptions,
 ) -> None:
-    """The wheelhouse the fetch leaves locks for every target (as `wh lock` would)."""
+    """The wheelhouse the fetch leaves locks for every target (as `wh lock` would): it
+    resolves, and its compiled members find their libraries (the load check, on the
+    records just written; a target that fails it is kept in ``report.load_refused``)."""
     house = scan(wheelhouse, hashes=False)
     # a later fetch (or lock) finds these digests instead of hashing the wheels again
     remember_digests({p: d for p, d in report.digests.items() if d})
@@ -548,7 +575,21 @@ def _check_locks(
         where = str(env.python) if env is not None else ""
         pins = manifest.pins_for(target, dists, house.wheels, where)[0]
         index = CandidateIndex.build(house.wheels, target, pins)
-        report.resolutions[target.description] = resolve(manifest, index)
+        resolution = resolve(manifest, index)
+        report.resolutions[target.description] = resolution
+        if load.skip is None:
+            progress.status(
+                f"checking that every compiled member finds its libraries ({target.description})"
+            )
+        digests = {w.path: report.digests.get(w.path, w.sha256) for w in house.wheels}
+        try:
+            checked = lock_check(
+                resolution, target, env, house.wheels, digests, build_records(resolution), load
+            )
+        except LoadCheckError as exc:
+            report.load_refused[target.description] = exc
+        else:
+            report.load_checks[target.description] = lock_record(checked, load)
 
 
 def parse_index_option(values: Iterable[str]) -> dict[str, str]:

@@ -72,6 +72,43 @@ class LoadCheckError(LockError):
         return {**super().to_json(), "problems": [p.to_json() for p in self.problems]}
 
 
+class FetchLoadCheckError(LockError):
+    """The wheelhouse `wh fetch` left resolves, but `wh lock` of it would refuse: the load
+    check fails for some targets (``refused``: each one's error). Its wheels stay in the
+    wheelhouse, where a fix (a wheel added, an allowance) needs no download again."""
+
+    kind = "load"
+
+    def __init__(self, refused: Mapping[str, LoadCheckError]) -> None:
+        self.refused = dict(refused)
+        self.problems = tuple(p for e in self.refused.values() for p in e.problems)
+        self.packages = tuple(sorted({p.package for p in self.problems}))
+        details = []
+        for target, e in self.refused.items():
+            details.append(f"for {target} ({e.platform}):")
+            details += [f"  {line}" for p in e.problems for line in p.render()]
+        super().__init__(
+            f"the wheelhouse does not lock: {len(self.problems)} load-check problem(s) in "
+            f"{', '.join(self.packages)} for {', '.join(self.refused)}; the wheels were "
+            "downloaded and kept",
+            details=details,
+            hint="apply a fix above and run `wh fetch` again (wheels already in the "
+            "wheelhouse are checked, not downloaded twice); --allow-missing-library "
+            "'NAME=WHY' accepts one library the target provides another way, "
+            "--skip-load-check 'WHY' skips the check: on `wh fetch` as on `wh lock`, which "
+            "needs them too",
+        )
+
+    def fields(self) -> dict[str, object]:
+        return {"targets": list(self.refused), "packages": list(self.packages)}
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            **super().to_json(),
+            "problems": {t: [p.to_json() for p in e.problems] for t, e in self.refused.items()},
+        }
+
+
 def _natives_dir() -> Path:
     return cache_dir() / "natives"
 

@@ -809,6 +809,7 @@ def _fetch_targets(kw: dict[str, Any]) -> list[Any]:
     show_default=True,
     help="Wheels downloading at once.",
 )
+@load_options
 def fetch(
     as_json: bool,
     verbose: int,
@@ -824,6 +825,7 @@ def fetch(
     from wh.app.fetch import fetch as do_fetch
     from wh.app.fetch import parse_index_option, pip_env_note
 
+    load = _load(kw)
     manifest = _manifest(kw)
     targets = _fetch_targets(kw)
     with reporters.showing(as_json):
@@ -837,6 +839,7 @@ def fetch(
             dry_run=dry_run,
             jobs=jobs,
             refresh=refresh,
+            load=load,
         )
 
     def text() -> None:
@@ -860,7 +863,18 @@ def fetch(
             f"{len(report.present)} already present, into {report.wheelhouse}"
         )
         for t, r in report.resolutions.items():
-            click.echo(f"the wheelhouse locks for {t}: {len(r.packages)} package(s)")
+            if t in report.load_refused:
+                click.echo(f"the wheelhouse resolves for {t} but fails its load check (below)")
+                continue
+            check = report.load_checks.get(t)
+            loads = (
+                f"; {check.binaries} compiled member(s) find their {check.needs_met} need(s)"
+                if check is not None and check.checked
+                else f"; load check skipped: {check.skipped}"
+                if check is not None
+                else ""
+            )
+            click.echo(f"the wheelhouse locks for {t}: {len(r.packages)} package(s){loads}")
 
     _emit(as_json, report.to_json(), text)
     refusal = report.refusal()
