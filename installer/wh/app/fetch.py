@@ -578,9 +578,7 @@ def _check_locks(
         resolution = resolve(manifest, index)
         report.resolutions[target.description] = resolution
         if load.skip is None:
-            progress.status(
-                f"checking that every compiled member finds its libraries ({target.description})"
-            )
+            progress.status("checking that every compiled member finds its libraries")
         digests = {w.path: report.digests.get(w.path, w.sha256) for w in house.wheels}
         try:
             checked = lock_check(

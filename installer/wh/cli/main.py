@@ -867,13 +867,15 @@ def fetch(
                 click.echo(f"the wheelhouse resolves for {t} but fails its load check (below)")
                 continue
             check = report.load_checks.get(t)
-            loads = (
-                f"; {check.binaries} compiled member(s) find their {check.needs_met} need(s)"
-                if check is not None and check.checked
-                else f"; load check skipped: {check.skipped}"
-                if check is not None
-                else ""
-            )
+            loads = ""
+            if check is not None and not check.checked:
+                loads = f"; load check skipped: {check.skipped}"
+            elif check is not None and check.binaries:
+                loads = (
+                    f"; {check.binaries} compiled member(s) find their {check.needs_met} need(s)"
+                )
+            elif check is not None:
+                loads = "; no compiled members"
             click.echo(f"the wheelhouse locks for {t}: {len(r.packages)} package(s){loads}")
 
     _emit(as_json, report.to_json(), text)
