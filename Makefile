@@ -12,8 +12,8 @@ demo: $(STAMP)
 test: $(STAMP) lint typecheck unit
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check installer tests demo
-	$(VENV)/bin/ruff format --check installer tests demo
+	$(VENV)/bin/ruff check installer tests demo tools
+	$(VENV)/bin/ruff format --check installer tests demo tools
 	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: $(STAMP)

@@ -1376,6 +1376,34 @@ def test_delay_loaded_imports_are_resolved_like_the_others() -> None:
     assert "delay-loaded cublas64_13.dll" in report.problems[0].message
 
 
+def test_a_windows_system_dll_is_one_every_windows_the_targets_cpython_runs_on_has() -> None:
+    """CPython 3.9 to 3.12 run on Windows 8.1 and later, 3.13 on from Windows 10 (PEP 11),
+    so a system DLL that came with Windows 8 (``combase.dll``, which PyPI's hf-xet imports)
+    is the platform's for a CPython 3.12 target, and one that came with Windows 10
+    (``d3d12.dll``) only for 3.13; for CPython 3.8, which still runs on Windows 7, neither.
+    The same holds for 32-bit targets (SysWOW64's DLLs)."""
+    for plat, machine in (("win_amd64", "amd64"), ("win32", "i386")):
+        pyd = Binary("x/_x.pyd", "pe", machine, ("combase.dll", "D3D12.dll", "KERNEL32.dll"))
+        u = Unit("x", "1", Origin.LOCKED, Natives((pyd.member,), (pyd,)))  # type: ignore[arg-type]
+
+        def missing(python: str, u: Unit = u, plat: str = plat) -> list[str]:
+            report = check([u], for_target(declared(plat, python)))
+            return [p.subject for p in report.problems]
+
+        assert missing("3.8") == ["combase.dll", "D3D12.dll"], plat
+        assert missing("3.12") == ["D3D12.dll"], plat
+        assert missing("3.13") == [], plat
+        by = {m.library: m.by for m in check([u], for_target(declared(plat, "3.13"))).met}
+        assert by["KERNEL32.dll"] == "Windows (system DLL)"
+        assert by["combase.dll"] == (
+            "Windows 10 or later (system DLL; CPython 3.13 needs Windows 10)"
+        )
+        by = {m.library: m.by for m in check([u], for_target(declared(plat, "3.12"))).met}
+        assert by["combase.dll"] == (
+            "Windows 8.1 or later (system DLL; CPython 3.12 needs Windows 8.1)"
+        )
+
+
 def test_the_interpreters_own_dlls_are_the_ones_loaded_not_a_wheels_copy() -> None:
     """torchvision's Windows wheel ships ``python312.dll``: the loader uses the one the
     running interpreter already loaded, by name, wherever the copy lies (even beside the

@@ -1,7 +1,7 @@
 """The load check on real Windows wheels from the index (network): MSVC-built extension
 modules and DLLs, not ones the mingw-w64 cross compiler made here.
 
-Seven wheels for CPython 3.12 on win_amd64, about 4.2 MB in all, each picked for what its
+Eight wheels for CPython 3.12 on win_amd64, about 8.1 MB in all, each picked for what its
 binaries ask of the loader:
 
 * psycopg2-binary 2.9.13, repaired by delvewheel: ``_psycopg.pyd`` needs
@@ -12,6 +12,8 @@ binaries ask of the loader:
   ``IPHLPAPI.DLL``, ``ADVAPI32.dll``);
 * rtree 1.4.1 (``py3-none-win_amd64``): DLLs that only ``ctypes`` loads, one needing the
   other beside it;
+* hf-xet 1.8.0 (abi3, Rust; huggingface-hub's dependency on Windows, so sglang's):
+  ``combase.dll``, a system DLL since Windows 8, which CPython 3.12 needs at least (8.1);
 * markupsafe, pyyaml, cffi (with pycparser): the interpreter's ``python312.dll``,
   ``VCRUNTIME140.dll`` and the ``api-ms-win-crt-*`` API sets.
 
@@ -50,8 +52,9 @@ PINS = (
     ("pyyaml", "6.0.4"),
     ("cffi", "2.1.1"),
     ("pycparser", "3.12"),
+    ("hf-xet", "1.8.0"),
 )
-ROOTS = ("psycopg2-binary", "pyzmq", "rtree", "markupsafe", "pyyaml", "cffi")
+ROOTS = ("psycopg2-binary", "pyzmq", "rtree", "markupsafe", "pyyaml", "cffi", "hf-xet")
 
 
 def _download(house: Path, f: dict[str, object]) -> int:
@@ -70,7 +73,7 @@ def windows_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with ThreadPoolExecutor(4) as pool:
         files = list(pool.map(lambda p: wheel_file(p[0], p[1], TARGET), PINS))
         fetched = sum(pool.map(lambda f: _download(house, f), files))
-    assert fetched < 8e6
+    assert fetched < 1.2e7
     return house
 
 
@@ -119,7 +122,15 @@ def test_wh_reads_the_imports_of_every_real_msvc_member_as_pefile_does(
                 ), (wheel.name, m.path)
                 compared.append((wheel.name.split("-")[0], m.path))
     packages = {p for p, _ in compared}
-    assert packages == {"psycopg2_binary", "pyzmq", "rtree", "markupsafe", "pyyaml", "cffi"}
+    assert packages == {
+        "psycopg2_binary",
+        "pyzmq",
+        "rtree",
+        "markupsafe",
+        "pyyaml",
+        "cffi",
+        "hf_xet",
+    }
     assert len(compared) >= 10, compared
 
 
@@ -154,6 +165,10 @@ def test_the_real_windows_wheels_lock_with_every_need_met(windows_house: Path) -
     assert met("_speedups.", "api-ms-win-crt-runtime-") == "Windows (API set)"
     assert met("_zmq.pyd", "WS2_32.dll") == "Windows (system DLL)"
     assert met("_zmq.pyd", "IPHLPAPI.DLL") == "Windows (system DLL)"
+    # not on Windows 7, but on every Windows CPython 3.12 runs on
+    assert met("hf_xet.", "combase.dll") == (
+        "Windows 8.1 or later (system DLL; CPython 3.12 needs Windows 8.1)"
+    )
     doc = tomllib.loads((windows_house.parent / "pylock.toml").read_text())
     assert doc["tool"]["wh"]["load-check"]["checked"] is True
 

@@ -81,6 +81,13 @@ class Platform:
                 return Provider.MSVC_RUNTIME, "the MSVC runtime (Visual C++ Redistributable)"
             if low in _windows_system(self.machine):
                 return Provider.WINDOWS, "Windows (system DLL)"
+            floor = windows_floor(self.python)
+            if floor and low in _windows_system(self.machine, floor):
+                return (
+                    Provider.WINDOWS,
+                    f"Windows {floor} or later (system DLL; CPython {self.python} needs Windows"
+                    f" {floor})",
+                )
         where = self.found.get(library.lower() if self.os == "windows" else library)
         if where:
             return Provider.SYSTEM, f"the target system ({where})"
@@ -101,10 +108,40 @@ def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v)) or (0,)
 
 
-@lru_cache(maxsize=4)
-def _windows_system(machine: str) -> frozenset[str]:
+# the oldest Windows each CPython release runs on (PEP 11: a release supports the Windows
+# versions still in Microsoft's extended support when it comes out), newest first
+_WINDOWS_FLOORS = (((3, 13), "10"), ((3, 9), "8.1"))
+
+
+def windows_floor(python: str) -> str:
+    """The oldest Windows that CPython ``python`` ("3.12") runs on, where it is newer than
+    Windows 7 SP1 (every DLL of ``windows-system`` is there); "" for older releases or a
+    version that does not parse."""
+    try:
+        version = tuple(int(x) for x in python.split(".")[:2])
+    except ValueError:
+        return ""
+    return next((floor for since, floor in _WINDOWS_FLOORS if version >= since), "")
+
+
+@lru_cache(maxsize=16)
+def _windows_system(machine: str, floor: str = "") -> frozenset[str]:
+    """The system DLLs of every Windows the target can be (of ``floor`` or later; every
+    one from Windows 7 SP1 on without it): delvewheel's lists of what each Windows version's
+    System32 (SysWOW64 for 32-bit) holds, intersected over those versions."""
     arch = {"x86_64": "amd64", "aarch64": "arm64", "i686": "i386"}.get(machine, "amd64")
-    return frozenset(facts()["windows-system"].get(arch, ()))
+    f = facts()
+    names = set(f["windows-system"].get(arch, ()))
+    if floor:
+        # each floor adds what every version from it on has, to the floors before it
+        for since, added in f["windows-system-since"].items():
+            if _floor_key(since) <= _floor_key(floor):
+                names.update(added.get(arch, ()))
+    return frozenset(names)
+
+
+def _floor_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
 
 
 def policy_allowing(namespace: str, version: str, machine: str) -> str:
