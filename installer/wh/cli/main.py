@@ -36,7 +36,7 @@ Exit codes:
   2  usage error        9  profile malformed or unknown
   3  wheelhouse problem 10 target interpreter/platform unusable
   4  resolution conflict 11 build failed
-  5  lock missing, stale or tampered  12 environment busy (another wh)
+  5  lock missing, stale, tampered or unable to load  12 environment busy (another wh)
   6  protection refused 13 delegated command failed
 """
 
