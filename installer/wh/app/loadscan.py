@@ -103,10 +103,11 @@ class FetchLoadCheckError(LockError):
         return {"targets": list(self.refused), "packages": list(self.packages)}
 
     def to_json(self) -> dict[str, object]:
-        return {
-            **super().to_json(),
-            "problems": {t: [p.to_json() for p in e.problems] for t, e in self.refused.items()},
-        }
+        """As `wh lock`'s (``problems`` a list of problems), each with its target."""
+        problems = [
+            {**p.to_json(), "target": t} for t, e in self.refused.items() for p in e.problems
+        ]
+        return {**super().to_json(), "problems": problems}
 
 
 def _natives_dir() -> Path:
