@@ -85,6 +85,58 @@ def test_an_installed_record_is_read_as_utf8_with_backslashes_as_slashes(tmp_pat
     assert record.installed_paths(rows) == ["x/café.py", "bad\ufffd.py"]
 
 
+def _windows_record_wheel(folder: Path, extra: str = "") -> Path:
+    """A wheel whose RECORD separates folders with backslashes, as one written on Windows
+    may (PyPI's pymupdf 1.27.2.2 for win_amd64); ``extra``: one more RECORD line."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {
+        "pkg/__init__.py": b"from pkg.sub import mod\n",
+        "pkg/sub/mod.py": b"X = 1\n",
+        "pkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n",
+        "pkg-1.0.dist-info/WHEEL": (
+            b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
+    }
+    lines = []
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        lines.append(f"{name.replace('/', chr(92))},sha256={digest},{len(data)}\n")
+    lines.append("pkg-1.0.dist-info\\RECORD,,\n" + extra)
+    path = folder / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+        zf.writestr("pkg-1.0.dist-info/RECORD", "".join(lines))
+    return path
+
+
+def test_a_wheels_record_with_backslashes_lists_its_members(tmp_path: Path) -> None:
+    """The RECORD format lets a RECORD written on Windows separate folders with
+    backslashes; a zip names members with "/": the wheel validates, hashes included, and
+    its layout has each member's digest. A backslash path that climbs out is still
+    refused, as with "/"."""
+    from wh.install.layout import Schemes, layout
+    from wh.install.validate import problems
+
+    wheel = _windows_record_wheel(tmp_path)
+    assert problems(wheel, contents=True) == []
+    rows = zip_index(wheel).rows("pkg-1.0.dist-info/RECORD")
+    assert [r[0] for r in rows][:2] == ["pkg/__init__.py", "pkg/sub/mod.py"]
+    site = tmp_path / "site"
+    placed = layout(wheel, Schemes(site, site, site / "bin", site, "3.12"))
+    digests = {t.arcname: t.hash for t in placed.files if t.arcname}
+    assert digests["pkg/sub/mod.py"].startswith("sha256=") and digests["pkg/__init__.py"]
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    hostile = _windows_record_wheel(bad, "..\\..\\evil.py,sha256=x,1\n")
+    found = problems(hostile, contents=True)
+    assert any("'../../evil.py' points outside the environment" in p for p in found), found
+
+
 def test_a_record_that_is_not_csv_is_refused_by_its_readers(tmp_path: Path) -> None:
     """A carriage return inside an unquoted field: csv refuses it. A wheel's RECORD is a
     problem of the wheel (``RecordError``, see tests/hostile.py ``record_not_csv``); an
@@ -97,3 +149,49 @@ def test_a_record_that_is_not_csv_is_refused_by_its_readers(tmp_path: Path) -> N
     di.mkdir()
     (di / "RECORD").write_text(text, newline="")
     assert record.installed(di) is None
+
+
+@pytest.mark.network
+def test_pypis_pymupdf_for_windows_whose_record_uses_backslashes_validates(
+    tmp_path: Path,
+) -> None:
+    """PyPI's pymupdf 1.27.2.2 for win_amd64 (in the unlimited-ocr profile) writes its
+    RECORD with backslashes: `wh bundle` refused it for 114 members "not listed in RECORD".
+    A sparse copy of the real wheel (its real size; the zip's end, its central directory
+    and its .dist-info members fetched by range requests, about 40 KB of 19 MB, the rest
+    holes) is checked as `wh install` and `wh bundle` check a wheel's structure."""
+    import zipfile
+
+    from wh.install.validate import checked_index
+    from wh.model.target import declared
+
+    from tests.indexfiles import central_directory_offset, get, wheel_file
+
+    f = wheel_file("pymupdf", "1.27.2.2", declared("win_amd64", "3.12"))
+    url, size = str(f["url"]), int(str(f["size"]))
+    path = tmp_path / str(f["filename"])
+    tail_at = max(0, size - (1 << 16))
+    tail = get(url, tail_at, size)
+    with path.open("wb") as out:
+        out.truncate(size)
+        out.seek(tail_at)
+        out.write(tail)
+        cd_off = central_directory_offset(tail, tail_at)
+        if cd_off < tail_at:
+            out.seek(cd_off)
+            out.write(get(url, cd_off, tail_at))
+    with zipfile.ZipFile(path) as zf:
+        infos = zf.infolist()
+    starts = sorted({i.header_offset for i in infos} | {cd_off})
+    with path.open("r+b") as out:
+        for i in infos:
+            if ".dist-info/" in i.filename:
+                end = next(s for s in starts if s > i.header_offset)
+                out.seek(i.header_offset)
+                out.write(get(url, i.header_offset, end))
+    with zipfile.ZipFile(path) as zf:
+        raw = zf.read("pymupdf-1.27.2.2.dist-info/RECORD").decode()
+    assert "pymupdf\\__init__.py,sha256=" in raw  # still written so on the index
+    index, found = checked_index(path)
+    assert index is not None and found == [], found[:5]
+    assert len(index.names) == 114

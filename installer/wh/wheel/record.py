@@ -36,6 +36,20 @@ def decode(data: bytes) -> list[list[str]]:
     return rows(data.decode("utf-8", "replace"))
 
 
+def wheel_rows(data: bytes) -> list[list[str]]:
+    """A wheel's RECORD rows (``decode``), each path with "/" between its folders, as the
+    archive names its members: the RECORD format lets one written on Windows separate them
+    with backslashes (PyPI's pymupdf 1.27.2.2 for win_amd64 does), while a zip names every
+    member with forward slashes (APPNOTE 4.4.17; wh refuses a member named with a
+    backslash, ``portable.unsafe_paths``). A path that climbs out with ``..\\`` is then
+    refused as one with ``../``."""
+    out = decode(data)
+    for row in out:
+        if row and "\\" in row[0]:
+            row[0] = row[0].replace("\\", "/")
+    return out
+
+
 def fields(row: list[str]) -> tuple[str, str, str]:
     """A row's path, hash and size ("" where the row has no such column)."""
     return (

@@ -208,10 +208,10 @@ class ZipIndex:
         )
 
     def rows(self, member: str) -> list[list[str]]:
-        """The member read as a RECORD (``record.rows``), parsed once."""
+        """The member read as a wheel's RECORD (``record.wheel_rows``), parsed once."""
         if member not in self._rows:
             try:
-                self._rows[member] = record.decode(self.read(member))
+                self._rows[member] = record.wheel_rows(self.read(member))
             except record.RecordError as exc:
                 raise WheelProblem(f"{member} is {exc}") from exc
         return self._rows[member]
