@@ -567,6 +567,8 @@ def _check_locks(
     # and what their compiled members need, so that a lock of this wheelhouse on another
     # machine (a fresh cache) need not inflate them again for its load check
     record_wheelhouse({p: d for p, d in report.digests.items() if d})
+    # the digests the load check keys its caches by: those verified at download, else known
+    digests = {w.path: report.digests.get(w.path, w.sha256) for w in house.wheels}
     for target, env in targets:
         progress.status(
             f"checking that {wheelhouse} locks {manifest.profile.name} for {target.description}"
@@ -579,7 +581,6 @@ def _check_locks(
         report.resolutions[target.description] = resolution
         if load.skip is None:
             progress.status("checking that every compiled member finds its libraries")
-        digests = {w.path: report.digests.get(w.path, w.sha256) for w in house.wheels}
         try:
             checked = lock_check(
                 resolution, target, env, house.wheels, digests, build_records(resolution), load
