@@ -27,7 +27,7 @@ from wh.app.loadcheck import BuiltAgainst, LoadReport, Unit, check, cuda_major
 from wh.app.loadscan import copy_records, read_many, record_wheelhouse
 from wh.app.prefetch import RECORDS, Prefetch
 from wh.cache.stamps import seal, unseal
-from wh.env.platformlibs import for_target, live, system_search_path
+from wh.env.platformlibs import for_target, live, musl_search_path, system_search_path
 from wh.install.backend import uv_binary
 from wh.model.loadkinds import Origin, ProblemKind, Provider
 from wh.model.loadoptions import LoadOptions
@@ -1403,6 +1403,89 @@ def test_a_windows_system_dll_is_one_every_windows_the_targets_cpython_runs_on_h
         assert by["combase.dll"] == (
             "Windows 8.1 or later (system DLL; CPython 3.12 needs Windows 8.1)"
         )
+
+
+def test_a_musllinux_target_has_musls_libc_and_loader_and_not_glibcs() -> None:
+    """A musllinux target's libc is musl's, needed as ``libc.musl-x86_64.so.1`` (auditwheel's
+    musllinux policy: libc and libz); glibc's libraries and loader are not there, and the
+    fixes name no glibc distribution's package."""
+    libs = ("libc.musl-x86_64.so.1", "libz.so.1", "ld-musl-x86_64.so.1", "libc.so.6")
+    ext = Binary("m/_ext.so", "elf", "x86_64", (*libs, "ld-linux-x86-64.so.2", "libnuma.so.1"))
+    u = Unit("m", "1", Origin.LOCKED, Natives((ext.member,), (ext,)))  # type: ignore[arg-type]
+    musl = for_target(declared("musllinux_1_2_x86_64", "3.12"))
+    assert (musl.description, musl.libc) == ("musllinux_1_2 x86_64", "musl")
+    report = check([u], musl)
+    by = {m.library: m.by for m in report.met}
+    assert by == {
+        "libc.musl-x86_64.so.1": "the musllinux_1_2 platform (policy)",
+        "libz.so.1": "the musllinux_1_2 platform (policy)",
+        "ld-musl-x86_64.so.1": "the dynamic loader (musl)",
+    }
+    assert [p.subject for p in report.problems] == [
+        "libc.so.6",
+        "ld-linux-x86-64.so.2",
+        "libnuma.so.1",
+    ]
+    assert not [f for p in report.problems for f in p.fixes if "Debian" in f]
+    # the same binary for glibc: musl's names are met by nothing there
+    glibc = check([u], for_target(declared("manylinux_2_28_x86_64", "3.12")))
+    assert [p.subject for p in glibc.problems] == [
+        "libc.musl-x86_64.so.1",
+        "ld-musl-x86_64.so.1",
+        "libnuma.so.1",
+    ]
+    assert any("libnuma1 (Debian/Ubuntu)" in f for f in glibc.problems[-1].fixes)
+    # musllinux_1_1 on aarch64: that machine's libc name
+    arm = for_target(declared("musllinux_1_1_aarch64", "3.12"))
+    assert arm.provides("libc.musl-aarch64.so.1") == (
+        Provider.POLICY,
+        "the musllinux_1_1 platform (policy)",
+    )
+    assert arm.provides("libc.musl-x86_64.so.1") is None
+
+
+def test_musls_loader_searches_the_folders_of_its_path_file_or_its_default(
+    tmp_path: Path,
+) -> None:
+    assert musl_search_path("x86_64", str(tmp_path)) == ["/lib", "/usr/local/lib", "/usr/lib"]
+    (tmp_path / "ld-musl-x86_64.path").write_text("/opt/a/lib:/usr/lib\n/lib\n")
+    assert musl_search_path("x86_64", str(tmp_path)) == ["/opt/a/lib", "/usr/lib", "/lib"]
+    (tmp_path / "ld-musl-armhf.path").write_text("/arm")
+    assert musl_search_path("armv7l", str(tmp_path)) == ["/arm"]
+
+
+@needs_gcc
+def test_a_musllinux_wheel_locks_for_musl_and_a_glibc_built_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Real ELF files: an extension linked against a library named as musl's libc (built
+    here with gcc and -nostdlib, so glibc's libc is not needed) locks for musllinux; one
+    linked against glibc's libc, in a wheel tagged musllinux, is refused naming it."""
+    d = tmp_path / "elf"
+    d.mkdir()
+    _stub(d, "libc.musl-x86_64.so.1")
+    link = ["-L", str(d), "-l:libc.musl-x86_64.so.1"]
+    musl_ext = _gcc(d / "musl_ext.so", "int op(void) { return 1; }\n", "-nostdlib", *link)
+    glibc_ext = _gcc(
+        d / "glibc_ext.so", "#include <math.h>\ndouble op(double x) { return cos(x); }\n", "-lm"
+    )
+    tag = "cp312-cp312-musllinux_1_2_x86_64"
+    house = tmp_path / "wh"
+    make_wheel(house, "sglang-kernel", "0.4.3", tag=tag, files={"k/ops.so": musl_ext})
+    musl = ("--platform", "musllinux_1_2_x86_64", "--python-version", "3.12")
+    r = _lock(tmp_path, *musl, "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(r.stdout)["load_check"]
+    assert report["platform"] == "musllinux_1_2 x86_64"
+    assert {(n["library"], n["by"]) for n in report["needs"]} == {
+        ("libc.musl-x86_64.so.1", "the musllinux_1_2 platform (policy)")
+    }
+    shutil.rmtree(house)
+    make_wheel(house, "sglang-kernel", "0.4.3", tag=tag, files={"k/ops.so": glibc_ext})
+    r = _lock(tmp_path, *musl)
+    assert r.returncode == 5, r.stdout + r.stderr
+    assert "k/ops.so needs libc.so.6, which nothing in" in r.stderr
+    assert "(musllinux_1_2 x86_64)" in r.stderr
 
 
 def test_the_interpreters_own_dlls_are_the_ones_loaded_not_a_wheels_copy() -> None:

@@ -687,7 +687,8 @@ def _missing(
                 "wheelhouse, and re-lock"
             )
     else:
-        pkg = system_package(lib) if platform.os == "linux" else ""
+        # the packages wh knows are glibc distributions' (Debian, Red Hat), not musl's
+        pkg = system_package(lib) if platform.os == "linux" and not platform.musl else ""
         if pkg:
             fixes.append(
                 f"install {pkg} on the target, then lock with --allow-missing-library "

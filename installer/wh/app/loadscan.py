@@ -354,7 +354,7 @@ def platform_for(target: Target, env: Environment | None) -> Platform:
     plat = for_target(target)
     if env is None:
         return plat
-    return for_target(target, live(plat.os, plat.machine))
+    return for_target(target, live(plat.os, plat.machine, plat.libc))
 
 
 def lock_check(
@@ -657,7 +657,9 @@ def why_libraries(
     allow = _allowed(lock)
     plat = for_target(target)
     report = check(
-        units, for_target(target, live(plat.os, plat.machine)) if live_target else plat, allow
+        units,
+        for_target(target, live(plat.os, plat.machine, plat.libc)) if live_target else plat,
+        allow,
     )
     label = next((u.label for u in units if u.name == name), "")
     return report.needs_of(label)

@@ -1,7 +1,7 @@
 """What a target's platform gives the dynamic loader: manylinux policy libraries and symbol
-versions, the loader itself, the GPU driver, Windows system DLLs, the MSVC runtime, the
-interpreter, and on a live target what its loader can find (the ldconfig cache and the
-loader's system search path, PATH).
+versions (musllinux policy libraries on musl), the loader itself, the GPU driver, Windows
+system DLLs, the MSVC runtime, the interpreter, and on a live target what its loader can
+find (the ldconfig cache and the loader's system search path, musl's path file, PATH).
 
 The facts are data (``wh/data/platform.json``, sources named in its ``about``);
 this module only reads them and answers questions about one target.
@@ -13,7 +13,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -42,10 +42,16 @@ class Platform:
     os: str  # "linux", "windows" or another sys_platform
     machine: str  # normalized: x86_64, aarch64, i686
     python: str  # "3.12"
-    manylinux: str = ""  # the newest policy the target's tags allow, e.g. "manylinux_2_28"
+    # the newest policy the target's tags allow, e.g. "manylinux_2_28" or "musllinux_1_2"
+    manylinux: str = ""
     libraries: frozenset[str] = frozenset()  # that policy's allowed system libraries
     symbol_versions: Mapping[str, frozenset[str]] = field(default_factory=dict)
     found: Mapping[str, str] = field(default_factory=dict)  # name -> where the live loader has it
+    libc: str = ""  # on Linux "musl" where the target's tags are musllinux ones, else glibc's
+
+    @property
+    def musl(self) -> bool:
+        return self.libc == "musl"
 
     @property
     def description(self) -> str:
@@ -56,8 +62,8 @@ class Platform:
         """Who on the platform provides ``library`` (which part, and a phrase), or None."""
         f = facts()
         if self.os == "linux":
-            if library in f["linux-loader"]:
-                return Provider.LOADER, "the dynamic loader"
+            if library in _loaders(self.musl):
+                return Provider.LOADER, "the dynamic loader" + (" (musl)" if self.musl else "")
             if library in f["linux-driver"]:
                 return Provider.DRIVER, "the GPU driver"
             if library in self.libraries:
@@ -157,10 +163,22 @@ def system_package(library: str) -> str:
     return str(facts()["system-packages"].get(library, ""))
 
 
-def _manylinux_level(target: Target) -> tuple[int, int] | None:
+@lru_cache(maxsize=2)
+def _loaders(musl: bool) -> frozenset[str]:
+    """The names the dynamic loader answers to itself: glibc's ``ld-linux*`` and the
+    kernel's vDSO, or musl's ``ld-musl-*`` (musl's libc is its loader) and the vDSO."""
+    f = facts()
+    vdso = {n for n in f["linux-loader"] if n.startswith("linux-")}
+    return (
+        frozenset(vdso | set(f["musl-loader"].values())) if musl else frozenset(f["linux-loader"])
+    )
+
+
+def _policy_level(target: Target, family: str) -> tuple[int, int] | None:
+    """The newest ``family`` ("manylinux", "musllinux") level among the target's tags."""
     best: tuple[int, int] | None = None
     for t in target.tags:
-        m = re.fullmatch(r"manylinux_(\d+)_(\d+)_\w+", t.platform)
+        m = re.fullmatch(rf"{family}_(\d+)_(\d+)_\w+", t.platform)
         if m:
             level = (int(m.group(1)), int(m.group(2)))
             best = level if best is None or level > best else best
@@ -178,7 +196,11 @@ def for_target(target: Target, found: Mapping[str, str] | None = None) -> Platfo
         target.python_version,
         found=dict(found or {}),
     )
-    level = _manylinux_level(target) if os_name == "linux" else None
+    if os_name == "linux":
+        musl = _policy_level(target, "musllinux")
+        if musl is not None and _policy_level(target, "manylinux") is None:
+            return _musl(plat, musl)
+    level = _policy_level(target, "manylinux") if os_name == "linux" else None
     if level is None:
         return plat
     policies = [p for p in facts()["manylinux"] if tuple(p["glibc"]) <= level]
@@ -195,6 +217,20 @@ def for_target(target: Target, found: Mapping[str, str] | None = None) -> Platfo
         {ns: frozenset(vs) for ns, vs in versions.items()},
         plat.found,
     )
+
+
+def _musl(plat: Platform, level: tuple[int, int]) -> Platform:
+    """A musl target's platform: the newest musllinux policy its tags allow, with musl's
+    libc under the name binaries linked against it need (``libc.musl-x86_64.so.1``; the
+    policy data says ``libc.so``, as auditwheel does); no symbol versions (musl has none)."""
+    f = facts()
+    policies = [p for p in f["musllinux"] if tuple(p["musl"]) <= level]
+    libc = f["musl-libc"].get(plat.machine, "")
+    if not policies:
+        return replace(plat, libc="musl")
+    p = max(policies, key=lambda p: tuple(p["musl"]))
+    libraries = {libc if name == "libc.so" else name for name in p["libraries"]} - {""}
+    return replace(plat, manylinux=str(p["name"]), libraries=frozenset(libraries), libc="musl")
 
 
 # glibc's dynamic loader of each machine, by the name ldconfig lists it under
@@ -219,15 +255,19 @@ def system_search_path(help_text: str) -> list[str]:
     return _SEARCH_DIR.findall(help_text)
 
 
-def live(os_name: str, machine: str = "") -> dict[str, str]:
+def live(os_name: str, machine: str = "", libc: str = "") -> dict[str, str]:
     """What this machine's loader finds by name: on Linux the ldconfig cache, then every
     shared library file in the folders the loader searches after it (``ld.so --help``'s
     system search path): a library needed by its file name rather than its soname, such
-    as ``libgomp.so.1.0.0``, is found there and nowhere in the cache. On Windows the DLLs
+    as ``libgomp.so.1.0.0``, is found there and nowhere in the cache. On musl (``libc``
+    "musl") the folders of musl's path file, which has no cache. On Windows the DLLs
     of PATH's folders and System32 (names lowercased there). Empty when none can be
     read."""
     out: dict[str, str] = {}
-    if os_name == "linux":
+    if os_name == "linux" and libc == "musl":
+        for name, folder in _files(musl_search_path(machine), _SHARED):
+            out.setdefault(name, f"the loader's search path: {folder}")
+    elif os_name == "linux":
         cache = _ldconfig_cache()
         out.update((name, f"ldconfig: {path}") for name, path in cache.items())
         loader = cache.get(_LOADERS.get(machine, ""), "")
@@ -241,6 +281,24 @@ def live(os_name: str, machine: str = "") -> dict[str, str]:
         for name, folder in _files(folders, _DLL):
             out.setdefault(name.lower(), f"PATH: {folder}")
     return out
+
+
+# musl's loader reads its folders from /etc/ld-musl-ARCH.path, else searches these
+_MUSL_DEFAULT = ("/lib", "/usr/local/lib", "/usr/lib")
+
+
+def musl_search_path(machine: str, etc: str = "/etc") -> list[str]:
+    """The folders musl's loader of ``machine`` searches: those of its path file
+    (``ld-musl-x86_64.path``: folders separated by newlines or colons), or musl's default
+    where there is no such file."""
+    loader = facts()["musl-loader"].get(machine, "")
+    arch = loader.removeprefix("ld-musl-").removesuffix(".so.1")
+    try:
+        with open(os.path.join(etc, f"ld-musl-{arch}.path"), encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, ValueError):
+        return list(_MUSL_DEFAULT)
+    return [d for d in re.split(r"[:\n]", text) if d.strip()]
 
 
 def _ldconfig_cache() -> dict[str, str]:
