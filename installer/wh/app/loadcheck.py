@@ -26,7 +26,7 @@ from packaging.utils import NormalizedName
 from packaging.version import InvalidVersion, Version
 
 from wh.env.platformlibs import Platform, policy_allowing, system_package
-from wh.model.loadkinds import Origin, ProblemKind, Provider
+from wh.model.loadkinds import BinaryFormat, Origin, ProblemKind, Provider
 from wh.wheel.natives import Binary, Natives, iter_needs
 
 
@@ -408,7 +408,7 @@ def check(
     to is loaded only by a ``dlopen`` at run time, if ever (libcufile_rdma.so.1 of
     nvidia-cufile needs InfiniBand libraries): its unmet needs are warnings.
     """
-    units = list(units)
+    units = [_for_machine(u, platform.machine) for u in units]
     windows = platform.os == "windows"
     idx = _index(units, windows)
     by_name = {u.name: u for u in units}
@@ -426,7 +426,8 @@ def check(
         for b in u.natives.binaries if u.natives else ():
             binaries[(u.name, b.member)] = (u, b)
             if not b.problem:
-                dirs = () if windows else _origin_dirs(b)
+                macho = b.format == BinaryFormat.MACHO
+                dirs = _macho_dirs(b) if macho else () if windows else _origin_dirs(b)
                 same = answers.setdefault(
                     (id(u), posixpath.dirname(b.member) if windows else dirs), {}
                 )
@@ -463,6 +464,21 @@ def check(
         count += 1
         if b.problem:
             problems.append(replace(_unreadable(u, b), wheel=u.wheel))
+            continue
+        if b.slices:  # a universal file without the target's architecture
+            machines = ", ".join(x.machine for x in b.slices)
+            problems.append(
+                LoadProblem(
+                    ProblemKind.MACHINE,
+                    u.label,
+                    b.member,
+                    machines,
+                    f"{u.label}: {b.member} is built for {machines}, the target is "
+                    f"{platform.machine or 'another machine'}",
+                    fixes=(f"a wheel of {u.name} built for {platform.machine}",),
+                    wheel=u.wheel,
+                )
+            )
             continue
         if platform.machine and _machine(b) and _machine(b) != platform.machine:
             if key not in reach:  # a cross-compilation stub nothing links to is data
@@ -505,6 +521,18 @@ def check(
                 r.library for r in resolved[key] if r.source is not None and r.source.on_platform
             }
             found.extend(_too_new(u, b, on_platform, platform))
+        if platform.macos and b.min_os and _version_key(b.min_os) > _version_key(platform.macos):
+            found.append(_newer_macos(u, b, platform))
+        for lib in b.weak:
+            r = _resolve(u, b, lib, False, idx, platform, windows, _macho_dirs(b))
+            if r.by is not None and r.source is not None:
+                met.append(Met(u.label, b.member, lib, r.by, r.source, False))
+            else:
+                warnings.append(
+                    f"{u.label}: {b.member} links {lib} weakly, and nothing provides it "
+                    f"({platform.description}): it loads without it, and what it calls of it "
+                    "is missing"
+                )
         found = [replace(p, wheel=u.wheel) for p in found]
         (problems if key in reach else unlinked).extend(found)
     warnings.extend(_unlinked_warnings(unlinked, platform))
@@ -560,8 +588,105 @@ def _unlinked_warnings(unlinked: Iterable[LoadProblem], platform: Platform) -> l
 
 
 def _machine(b: Binary) -> str:
-    return {"x86_64": "x86_64", "aarch64": "aarch64", "386": "i686", "amd64": "x86_64"}.get(
-        b.machine, {"arm64": "aarch64", "i386": "i686"}.get(b.machine, "")
+    return _MACHINE.get(b.machine, "")
+
+
+# a binary's machine as each format names it -> the platform's name for it
+_MACHINE = {"x86_64": "x86_64", "aarch64": "aarch64", "386": "i686", "amd64": "x86_64"}
+_MACHINE.update({"arm64": "aarch64", "i386": "i686"})
+
+
+def _for_machine(u: Unit, machine: str) -> Unit:
+    """``u`` with each universal Mach-O file as its slice for ``machine``, the one dyld
+    loads there (kept whole where it has none: the check refuses it as built for another
+    machine)."""
+    if u.natives is None or not any(b.slices for b in u.natives.binaries):
+        return u
+    out = []
+    for b in u.natives.binaries:
+        match = [x for x in b.slices if _MACHINE.get(x.machine) == machine]
+        out.append(match[0] if match else b)
+    return replace(u, natives=replace(u.natives, binaries=tuple(out)))
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+def _macho_dirs(b: Binary) -> tuple[tuple[str, str], ...]:
+    """A Mach-O binary's ``@loader_path`` (its own folder), then its ``LC_RPATH`` entries
+    that name a folder of the target's site-packages (``@loader_path/...``), as (the
+    entry, the folder). Once per binary, not per need."""
+    here = posixpath.dirname(b.member)
+    out = [("@loader_path", here)]
+    for entry in b.rpath:
+        if entry == "@loader_path" or entry.startswith("@loader_path/"):
+            rest = entry[len("@loader_path") :].lstrip("/")
+            out.append((entry, posixpath.normpath(posixpath.join(here, rest))))
+    return tuple(out)
+
+
+def _resolve_macho(
+    u: Unit,
+    lib: str,
+    delay: bool,
+    idx: _Index,
+    platform: Platform,
+    dirs: tuple[tuple[str, str], ...],
+) -> _Resolved:
+    """Who meets one dylib a Mach-O binary links, as dyld looks: ``@loader_path/X`` in the
+    binary's folder, ``@rpath/X`` in each of its rpath folders; then an image already
+    loaded under that install name (another wheel's ``@rpath/libc10.dylib``, once torch
+    loaded it); then macOS's own libraries. An ``@executable_path`` (the interpreter's
+    folder) or an absolute path outside macOS is not of the lock."""
+    tries: list[tuple[str, str]] = []
+    if lib.startswith("@loader_path/"):
+        tries = [("@loader_path", posixpath.join(dirs[0][1], lib[len("@loader_path/") :]))]
+    elif lib.startswith("@rpath/"):
+        rest = lib[len("@rpath/") :]
+        tries = [(entry, posixpath.join(folder, rest)) for entry, folder in dirs[1:]]
+    for entry, path in tries:
+        full = posixpath.normpath(path)
+        found = idx.paths.get(full)
+        if found is not None:
+            where = "this wheel" if found is u else found.label
+            how = f"via rpath {entry}" if lib.startswith("@rpath/") else "via @loader_path"
+            return _Resolved(
+                lib, delay, f"{where} {how} ({full})", _source(u, found), (found.name, full)
+            )
+    providers = idx.names.get(lib, [])
+    if providers:
+        own = [p for p in providers if p[0] is u]
+        unit, path = (own or providers)[0]
+        where = "this wheel" if unit is u else f"{unit.label} ({unit.origin})"
+        return _Resolved(
+            lib,
+            delay,
+            f"{where}: {path}, by install name: once loaded",
+            _source(u, unit),
+            (unit.name, path),
+        )
+    on_platform = platform.provides(lib)
+    if on_platform is None:
+        return _Resolved(lib, delay, None)
+    return _Resolved(lib, delay, on_platform[1], on_platform[0])
+
+
+def _newer_macos(u: Unit, b: Binary, platform: Platform) -> LoadProblem:
+    major, _, minor = b.min_os.partition(".")
+    arch = {"aarch64": "arm64"}.get(platform.machine, platform.machine)
+    tag = f"macosx_{major}_{(minor.split('.')[0] or '0') if int(major) < 11 else '0'}_{arch}"
+    return LoadProblem(
+        ProblemKind.OS_VERSION,
+        u.label,
+        b.member,
+        f"macOS {b.min_os}",
+        f"{u.label}: {b.member} needs macOS {b.min_os}, newer than the target "
+        f"({platform.description}) runs",
+        fixes=(
+            f"a wheel of {u.name} built for macOS {platform.macos} or older",
+            f"if the target runs macOS {b.min_os} or later, lock for it: --platform {tag}",
+        ),
     )
 
 
@@ -590,7 +715,9 @@ def _resolve(
     dirs: tuple[tuple[str, str], ...],
 ) -> _Resolved:
     """Who meets one need of one binary; ``dirs``: its ``$ORIGIN`` folders
-    (``_origin_dirs``, for an ELF binary)."""
+    (``_origin_dirs``, for an ELF binary; ``_macho_dirs`` for a Mach-O one)."""
+    if b.format == BinaryFormat.MACHO:
+        return _resolve_macho(u, lib, delay, idx, platform, dirs)
     key = _key(lib, windows)
     if not windows:
         for entry, path in dirs:
@@ -686,6 +813,13 @@ def _missing(
                 f"add the wheel that ships {lib} (the CUDA {need_major} libraries) to the "
                 "wheelhouse, and re-lock"
             )
+    elif platform.os == "darwin" and lib.startswith("/"):
+        # a path on the machine that built it: no wheel installs there
+        fixes.append(
+            f"a wheel of {u.name} that ships {posixpath.basename(lib)} itself (delocate-wheel "
+            "copies such a dylib into the wheel)"
+        )
+        fixes.append(f"if the target has {lib}: --allow-missing-library '{lib}=WHY'")
     else:
         # the packages wh knows are glibc distributions' (Debian, Red Hat), not musl's
         pkg = system_package(lib) if platform.os == "linux" and not platform.musl else ""

@@ -48,6 +48,7 @@ class Platform:
     symbol_versions: Mapping[str, frozenset[str]] = field(default_factory=dict)
     found: Mapping[str, str] = field(default_factory=dict)  # name -> where the live loader has it
     libc: str = ""  # on Linux "musl" where the target's tags are musllinux ones, else glibc's
+    macos: str = ""  # on macOS the newest version the target's tags name ("11.0")
 
     @property
     def musl(self) -> bool:
@@ -55,7 +56,7 @@ class Platform:
 
     @property
     def description(self) -> str:
-        base = self.manylinux or self.os
+        base = self.manylinux or (f"macOS {self.macos}" if self.macos else self.os)
         return f"{base} {self.machine}" + (" (live loader searched)" if self.found else "")
 
     def provides(self, library: str) -> tuple[Provider, str] | None:
@@ -94,6 +95,8 @@ class Platform:
                     f"Windows {floor} or later (system DLL; CPython {self.python} needs Windows"
                     f" {floor})",
                 )
+        elif self.os == "darwin" and library.startswith(_MACOS_SYSTEM):
+            return Provider.MACOS, "macOS (system library)"
         where = self.found.get(library.lower() if self.os == "windows" else library)
         if where:
             return Provider.SYSTEM, f"the target system ({where})"
@@ -108,6 +111,11 @@ class Platform:
     def newest(self, namespace: str) -> str:
         allowed = self.symbol_versions.get(namespace, frozenset())
         return max(allowed, key=_version_key, default="")
+
+
+# where macOS keeps its own libraries and frameworks (in the dyld shared cache from macOS 11
+# on): a dylib linked by such a path is the system's, as delocate takes it
+_MACOS_SYSTEM = ("/usr/lib/", "/System/Library/")
 
 
 def _version_key(v: str) -> tuple[int, ...]:
@@ -200,6 +208,8 @@ def for_target(target: Target, found: Mapping[str, str] | None = None) -> Platfo
         musl = _policy_level(target, "musllinux")
         if musl is not None and _policy_level(target, "manylinux") is None:
             return _musl(plat, musl)
+    if plat.os == "darwin":
+        return replace(plat, macos=_macos_version(target))
     level = _policy_level(target, "manylinux") if os_name == "linux" else None
     if level is None:
         return plat
@@ -217,6 +227,17 @@ def for_target(target: Target, found: Mapping[str, str] | None = None) -> Platfo
         {ns: frozenset(vs) for ns, vs in versions.items()},
         plat.found,
     )
+
+
+def _macos_version(target: Target) -> str:
+    """The newest macOS version among the target's ``macosx_X_Y_ARCH`` tags ("11.0")."""
+    best: tuple[int, int] | None = None
+    for t in target.tags:
+        m = re.fullmatch(r"macosx_(\d+)_(\d+)_\w+", t.platform)
+        if m:
+            level = (int(m.group(1)), int(m.group(2)))
+            best = level if best is None or level > best else best
+    return f"{best[0]}.{best[1]}" if best else ""
 
 
 def _musl(plat: Platform, level: tuple[int, int]) -> Platform:

@@ -13,11 +13,12 @@ from wh.model.choices import StrEnum
 
 
 class BinaryFormat(StrEnum):
-    """The kind of a compiled member: an ELF shared object, a PE DLL/extension, or not
-    known (a member that could not be opened far enough to tell)."""
+    """The kind of a compiled member: an ELF shared object, a PE DLL/extension, a Mach-O
+    file (macOS), or not known (a member that could not be opened far enough to tell)."""
 
     ELF = "elf"
     PE = "pe"
+    MACHO = "macho"
     UNKNOWN = "?"
 
 
@@ -29,6 +30,7 @@ class ProblemKind(StrEnum):
     UNREADABLE = "unreadable"  # a compiled member that cannot be read
     MACHINE = "machine"  # built for another machine than the target's
     TORCH_BUILD = "torch-build"  # a `wh build` kernel compiled against another torch
+    OS_VERSION = "os-version"  # a Mach-O file for a newer macOS than the target's tag
 
 
 class Origin(StrEnum):
@@ -53,6 +55,7 @@ class Provider(StrEnum):
     API_SET = "api-set"  # a Windows API set (api-ms-win-*)
     MSVC_RUNTIME = "msvc-runtime"  # the Visual C++ Redistributable
     WINDOWS = "windows"  # a Windows system DLL
+    MACOS = "macos"  # a macOS system library (/usr/lib, /System/Library)
     SYSTEM = "system"  # what a live target's loader finds (ldconfig cache, PATH)
 
     @property

@@ -4,7 +4,8 @@ ELF (``.so``): ``DT_NEEDED``, ``DT_RPATH``/``DT_RUNPATH``, ``DT_SONAME`` and the
 versions of ``DT_VERNEED`` (GLIBC_2.x, GLIBCXX_3.4.x), from the fixed-size records that
 hold them (``struct``; pyelftools names the machines). PE (``.pyd``,
 ``.dll``): the import table and the delay-load import table, through pefile, from only
-the ranges it reads (``peimage``).
+the ranges it reads (``peimage``). Mach-O (macOS ``.so``, ``.dylib``): the load commands
+of each architecture (``machoimage``).
 
 Nothing is unpacked to disk, and only a member of up to ``WHOLE`` bytes is held whole in
 memory (inflated once, by libdeflate where installed). A larger member is inflated as a
@@ -37,7 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any, cast
 
 from wh.model.loadkinds import BinaryFormat
-from wh.wheel import deflatetail, peimage
+from wh.wheel import deflatetail, machoimage, peimage
 from wh.wheel.dynlandmark import DT_NULL, DT_STRTAB, DynamicLandmark, file_offset
 from wh.wheel.zipdir import read_central  # one read of the central directory
 
@@ -80,7 +81,14 @@ LIMITS = {
 
 # the modules whose code decides what a member is read as: a result cached or recorded by
 # another version of them is not used (``reader_digest``)
-READER_MODULES = ("natives.py", "peimage.py", "deflatetail.py", "dynlandmark.py", "zipdir.py")
+READER_MODULES = (
+    "natives.py",
+    "peimage.py",
+    "machoimage.py",
+    "deflatetail.py",
+    "dynlandmark.py",
+    "zipdir.py",
+)
 
 
 def code_digest(folder: Path, names: Iterable[str], versions: Iterable[str] = ()) -> str:
@@ -116,14 +124,14 @@ _SO = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
 # the same test on a zip's stored names (ASCII, the only names ``read_central`` vouches for),
 # searched once over all of a central directory's names joined by newlines, "$" being each
 # name's end: a ".so" suffix cannot take in a "/", so it lies in the last part of the path
-_LIBRARY_NAMES = re.compile(rb"\.so(\.[0-9A-Za-z_]+)*$|\.(?i:pyd|dll)$", re.MULTILINE)
+_LIBRARY_NAMES = re.compile(rb"\.so(\.[0-9A-Za-z_]+)*$|\.(?i:pyd|dll)$|\.dylib$", re.MULTILINE)
 
 
 def is_library_name(member: str) -> bool:
     """Whether a wheel member is, by its name, a shared library or extension module."""
     base = member.rsplit("/", 1)[-1]
     low = base.lower()
-    return bool(_SO.search(base)) or low.endswith((".pyd", ".dll"))
+    return bool(_SO.search(base)) or low.endswith((".pyd", ".dll")) or base.endswith(".dylib")
 
 
 def _library_entry(raw: bytes) -> bool:
@@ -145,17 +153,23 @@ class Binary:
     soname: str = ""
     versions: tuple[tuple[str, str], ...] = ()  # (library, version name) from DT_VERNEED
     problem: str = ""
+    weak: tuple[str, ...] = ()  # Mach-O LC_LOAD_WEAK_DYLIB: dyld loads the file without it
+    min_os: str = ""  # Mach-O: the oldest macOS it runs on ("11.0")
+    # a universal Mach-O file: one Binary per architecture (the check takes the target's)
+    slices: tuple[Binary, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"member": self.member, "format": self.format}
-        for key in ("machine", "soname", "problem"):
+        for key in ("machine", "soname", "problem", "min_os"):
             if getattr(self, key):
-                out[key] = getattr(self, key)
-        for key in ("needed", "delay_needed", "rpath", "runpath"):
+                out[key.replace("_", "-")] = getattr(self, key)
+        for key in ("needed", "delay_needed", "rpath", "runpath", "weak"):
             if getattr(self, key):
                 out[key.replace("_", "-")] = list(getattr(self, key))
         if self.versions:
             out["versions"] = [list(v) for v in self.versions]
+        if self.slices:
+            out["slices"] = [b.to_json() for b in self.slices]
         return out
 
     @classmethod
@@ -171,6 +185,9 @@ class Binary:
             soname=str(data.get("soname", "")),
             versions=tuple((str(a), str(b)) for a, b in data.get("versions", ())),
             problem=str(data.get("problem", "")),
+            weak=tuple(data.get("weak", ())),
+            min_os=str(data.get("min-os", "")),
+            slices=tuple(Binary.from_json(b) for b in data.get("slices", ())),
         )
 
 
@@ -760,6 +777,39 @@ def _read_pe(member: str, size: int, stream: _Stream) -> Binary:
     return Binary(member, BinaryFormat.PE, machine, tuple(imports), tuple(delay))
 
 
+def read_macho(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Binary:
+    """The load commands of one Mach-O member; never raises for its bytes."""
+    return _read_refusing(BinaryFormat.MACHO, _read_macho, member, size, open_member)
+
+
+def _read_macho(member: str, size: int, stream: _Stream) -> Binary:
+    """The dylibs, rpaths, install name and oldest macOS of a Mach-O member: of its one
+    architecture, or of each of a universal file's (``slices``)."""
+    first = stream.keep([(0, size if size <= WHOLE else min(size, HEAD))]).get(0, b"")
+    try:
+        slices = machoimage.read_slices(size, stream.keep, first)
+    except machoimage.NotReadable as exc:
+        raise _Unreadable(str(exc)) from exc
+    if sum(len(s.needed) + len(s.weak) for s in slices) > MAX_NEEDED:
+        raise _Unreadable(f"more than {MAX_NEEDED} linked dylibs")
+    each = tuple(
+        Binary(
+            member,
+            BinaryFormat.MACHO,
+            s.machine,
+            s.needed,
+            rpath=s.rpath,
+            soname=s.install_name,
+            weak=s.weak,
+            min_os=s.min_macos,
+        )
+        for s in slices
+    )
+    if machoimage.is_universal(first):
+        return Binary(member, BinaryFormat.MACHO, slices=each)
+    return each[0]
+
+
 def _dll(raw: bytes | None) -> str:
     return (raw or b"").decode("ascii", "replace")
 
@@ -792,6 +842,8 @@ def read_member(member: str, size: int, open_member: Callable[[], IO[bytes]]) ->
         return read_elf(member, size, open_member)
     if magic[:2] == b"MZ":
         return read_pe(member, size, open_member)
+    if bytes(magic) in machoimage.MAGICS:
+        return read_macho(member, size, open_member)
     return None
 
 
