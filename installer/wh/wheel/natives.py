@@ -815,7 +815,7 @@ def _dll(raw: bytes | None) -> str:
 
 
 def read_member(member: str, size: int, open_member: Callable[[], IO[bytes]]) -> Binary | None:
-    """The needs of a member named like a library: ELF or PE by its magic; None for a
+    """The needs of a member named like a library: ELF, PE or Mach-O by its magic; None for a
     file of another kind (a linker script named ``libc.so``, a text file)."""
     if size > MAX_MEMBER:
         return Binary(
