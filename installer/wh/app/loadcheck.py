@@ -594,6 +594,12 @@ def _machine(b: Binary) -> str:
 # a binary's machine as each format names it -> the platform's name for it
 _MACHINE = {"x86_64": "x86_64", "aarch64": "aarch64", "386": "i686", "amd64": "x86_64"}
 _MACHINE.update({"arm64": "aarch64", "i386": "i686"})
+# ELF's names of the other machines manylinux knows (EM_PPC64 of either byte order: only
+# little-endian ppc64le has wheels)
+_MACHINE.update(
+    {"ppc64": "ppc64le", "s390": "s390x", "arm": "armv7l", "riscv": "riscv64"}
+    | {"loongarch": "loongarch64"}
+)
 
 
 def _for_machine(u: Unit, machine: str) -> Unit:

@@ -33,6 +33,8 @@ def facts() -> dict[str, Any]:
 
 _MACHINES = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64", "aarch64": "aarch64"}
 _MACHINES.update({"x86": "i686", "i386": "i686", "i686": "i686"})
+# the other machines manylinux and musllinux name (their platform_machine on Linux)
+_MACHINES.update({m: m for m in ("ppc64le", "s390x", "armv7l", "riscv64", "loongarch64")})
 
 
 @dataclass(frozen=True)
@@ -259,11 +261,25 @@ _LOADERS = {
     "x86_64": "ld-linux-x86-64.so.2",
     "aarch64": "ld-linux-aarch64.so.1",
     "i686": "ld-linux.so.2",
+    "ppc64le": "ld64.so.2",
+    "s390x": "ld64.so.1",
+    "armv7l": "ld-linux-armhf.so.3",
+    "riscv64": "ld-linux-riscv64-lp64d.so.1",
+    "loongarch64": "ld-linux-loongarch-lp64d.so.1",
 }
 # where glibc's loader looks after its cache, where it cannot say (``--help`` came with
 # glibc 2.33): the multiarch folders (Debian, Ubuntu), the lib64 ones (Red Hat, SUSE) and
 # the plain ones, those that exist
 _TRIPLETS = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu", "i686": "i386-linux-gnu"}
+_TRIPLETS.update(
+    {
+        "ppc64le": "powerpc64le-linux-gnu",
+        "s390x": "s390x-linux-gnu",
+        "armv7l": "arm-linux-gnueabihf",
+        "riscv64": "riscv64-linux-gnu",
+        "loongarch64": "loongarch64-linux-gnu",
+    }
+)
 _USUAL_DIRS = ("/lib/{t}", "/usr/lib/{t}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 _SEARCH_DIR = re.compile(r"^\s+(/.*?) \(system search path\)$", re.MULTILINE)
 _SHARED = re.compile(r"\.so(\.[0-9A-Za-z_]+)*$")
