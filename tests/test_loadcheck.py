@@ -1407,41 +1407,56 @@ def test_a_windows_system_dll_is_one_every_windows_the_targets_cpython_runs_on_h
 
 def test_a_musllinux_target_has_musls_libc_and_loader_and_not_glibcs() -> None:
     """A musllinux target's libc is musl's, needed as ``libc.musl-x86_64.so.1`` (auditwheel's
-    musllinux policy: libc and libz); glibc's libraries and loader are not there, and the
+    musllinux policy: libc and libz). musl's loader answers itself to ``libc.*``, ``libm.*``,
+    ``libpthread.*`` and the other names of its one file (orjson 3.9.12's musllinux wheel
+    needs ``libc.so``); glibc's loader is not there, nor any glibc symbol version, and the
     fixes name no glibc distribution's package."""
-    libs = ("libc.musl-x86_64.so.1", "libz.so.1", "ld-musl-x86_64.so.1", "libc.so.6")
-    ext = Binary("m/_ext.so", "elf", "x86_64", (*libs, "ld-linux-x86-64.so.2", "libnuma.so.1"))
+    libs = ("libc.musl-x86_64.so.1", "libz.so.1", "ld-musl-x86_64.so.1", "libc.so", "libm.so.6")
+    ext = Binary(
+        "m/_ext.so",
+        "elf",  # type: ignore[arg-type]
+        "x86_64",
+        (*libs, "ld-linux-x86-64.so.2", "libnuma.so.1", "libmagic.so.1"),
+        versions=(("libm.so.6", "GLIBC_2.29"),),
+    )
     u = Unit("m", "1", Origin.LOCKED, Natives((ext.member,), (ext,)))  # type: ignore[arg-type]
     musl = for_target(declared("musllinux_1_2_x86_64", "3.12"))
     assert (musl.description, musl.libc) == ("musllinux_1_2 x86_64", "musl")
     report = check([u], musl)
     by = {m.library: m.by for m in report.met}
+    itself = "musl itself (its loader answers to this name)"
     assert by == {
         "libc.musl-x86_64.so.1": "the musllinux_1_2 platform (policy)",
         "libz.so.1": "the musllinux_1_2 platform (policy)",
         "ld-musl-x86_64.so.1": "the dynamic loader (musl)",
+        "libc.so": itself,
+        "libm.so.6": itself,
     }
-    assert [p.subject for p in report.problems] == [
-        "libc.so.6",
-        "ld-linux-x86-64.so.2",
-        "libnuma.so.1",
+    assert [(p.kind, p.subject) for p in report.problems] == [
+        (ProblemKind.MISSING_LIBRARY, "ld-linux-x86-64.so.2"),
+        (ProblemKind.MISSING_LIBRARY, "libnuma.so.1"),
+        (ProblemKind.MISSING_LIBRARY, "libmagic.so.1"),
+        (ProblemKind.SYMBOL_VERSION, "GLIBC_2.29"),
     ]
+    assert "it was built against glibc" in report.problems[-1].message
     assert not [f for p in report.problems for f in p.fixes if "Debian" in f]
     # the same binary for glibc: musl's names are met by nothing there
     glibc = check([u], for_target(declared("manylinux_2_28_x86_64", "3.12")))
     assert [p.subject for p in glibc.problems] == [
         "libc.musl-x86_64.so.1",
         "ld-musl-x86_64.so.1",
+        "libc.so",
         "libnuma.so.1",
+        "libmagic.so.1",
+        "GLIBC_2.29",  # past manylinux_2_28's glibc
     ]
-    assert any("libnuma1 (Debian/Ubuntu)" in f for f in glibc.problems[-1].fixes)
+    assert any("libnuma1 (Debian/Ubuntu)" in f for f in glibc.problems[3].fixes)
     # musllinux_1_1 on aarch64: that machine's libc name
     arm = for_target(declared("musllinux_1_1_aarch64", "3.12"))
     assert arm.provides("libc.musl-aarch64.so.1") == (
         Provider.POLICY,
         "the musllinux_1_1 platform (policy)",
     )
-    assert arm.provides("libc.musl-x86_64.so.1") is None
 
 
 def test_musls_loader_searches_the_folders_of_its_path_file_or_its_default(
@@ -1460,7 +1475,8 @@ def test_a_musllinux_wheel_locks_for_musl_and_a_glibc_built_one_is_refused(
 ) -> None:
     """Real ELF files: an extension linked against a library named as musl's libc (built
     here with gcc and -nostdlib, so glibc's libc is not needed) locks for musllinux; one
-    linked against glibc's libc, in a wheel tagged musllinux, is refused naming it."""
+    linked against glibc's libc, in a wheel tagged musllinux, is refused for the glibc
+    symbol versions it needs (musl answers to the name ``libc.so.6`` itself)."""
     d = tmp_path / "elf"
     d.mkdir()
     _stub(d, "libc.musl-x86_64.so.1")
@@ -1484,8 +1500,8 @@ def test_a_musllinux_wheel_locks_for_musl_and_a_glibc_built_one_is_refused(
     make_wheel(house, "sglang-kernel", "0.4.3", tag=tag, files={"k/ops.so": glibc_ext})
     r = _lock(tmp_path, *musl)
     assert r.returncode == 5, r.stdout + r.stderr
-    assert "k/ops.so needs libc.so.6, which nothing in" in r.stderr
-    assert "(musllinux_1_2 x86_64)" in r.stderr
+    assert "k/ops.so needs GLIBC_2.2.5 from libc.so.6: it was built against glibc" in r.stderr
+    assert "a musllinux wheel of sglang-kernel (built against musl)" in r.stderr
 
 
 def test_the_interpreters_own_dlls_are_the_ones_loaded_not_a_wheels_copy() -> None:

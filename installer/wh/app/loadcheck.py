@@ -516,7 +516,7 @@ def check(
                 )
                 continue
             found.append(_missing(u, b, r.library, r.delay, idx, torch, cuda, platform))
-        if platform.symbol_versions:
+        if platform.symbol_versions or platform.musl:
             on_platform = {
                 r.library for r in resolved[key] if r.source is not None and r.source.on_platform
             }
@@ -857,6 +857,20 @@ def _too_new(u: Unit, b: Binary, platform_libs: set[str], platform: Platform) ->
     out = []
     for lib, version in b.versions:
         if lib not in platform_libs or not platform.too_new(version):
+            continue
+        if platform.musl:
+            out.append(
+                LoadProblem(
+                    ProblemKind.SYMBOL_VERSION,
+                    u.label,
+                    b.member,
+                    version,
+                    f"{u.label}: {b.member} needs {version} from {lib}: it was built against "
+                    f"glibc, and musl ({platform.manylinux or 'musl'}) has no glibc symbol "
+                    "versions",
+                    fixes=(f"a musllinux wheel of {u.name} (built against musl)",),
+                )
+            )
             continue
         ns, _, v = version.partition("_")
         newer = policy_allowing(ns, v, platform.machine)

@@ -71,6 +71,8 @@ class Platform:
                 return Provider.DRIVER, "the GPU driver"
             if library in self.libraries:
                 return Provider.POLICY, f"the {self.manylinux} platform (policy)"
+            if self.musl and _MUSL_ITSELF.match(library):
+                return Provider.LOADER, "musl itself (its loader answers to this name)"
             if re.fullmatch(rf"libpython{re.escape(self.python)}\.so(\.\d+)*", library):
                 return Provider.INTERPRETER, f"the Python {self.python} interpreter"
         elif self.os == "windows":
@@ -105,14 +107,23 @@ class Platform:
         return None
 
     def too_new(self, version: str) -> bool:
-        """Whether a symbol version (``GLIBC_2.29``) is past what the policy allows."""
+        """Whether a symbol version (``GLIBC_2.29``) is past what the policy allows; on musl,
+        which versions no symbol, any of glibc's."""
         ns, _, v = version.partition("_")
+        if self.musl:
+            return ns == "GLIBC"
         allowed = self.symbol_versions.get(ns)
         return allowed is not None and v not in allowed
 
     def newest(self, namespace: str) -> str:
         allowed = self.symbol_versions.get(namespace, frozenset())
         return max(allowed, key=_version_key, default="")
+
+
+# the names musl's loader answers itself, whatever follows the dot (ldso/dynlink.c: a
+# request for libc, libpthread, librt, libm, libdl, libutil or libxnet is musl's own
+# libc): musl has them all in one file
+_MUSL_ITSELF = re.compile(r"lib(c|pthread|rt|m|dl|util|xnet)\.")
 
 
 # where macOS keeps its own libraries and frameworks (in the dyld shared cache from macOS 11
