@@ -1410,7 +1410,7 @@ def test_a_musllinux_target_has_musls_libc_and_loader_and_not_glibcs() -> None:
     musllinux policy: libc and libz). musl's loader answers itself to ``libc.*``, ``libm.*``,
     ``libpthread.*`` and the other names of its one file (orjson 3.9.12's musllinux wheel
     needs ``libc.so``); glibc's loader is not there, nor any glibc symbol version, and the
-    fixes name no glibc distribution's package."""
+    fixes name Alpine's packages, not a glibc distribution's."""
     libs = ("libc.musl-x86_64.so.1", "libz.so.1", "ld-musl-x86_64.so.1", "libc.so", "libm.so.6")
     ext = Binary(
         "m/_ext.so",
@@ -1440,6 +1440,7 @@ def test_a_musllinux_target_has_musls_libc_and_loader_and_not_glibcs() -> None:
     ]
     assert "it was built against glibc" in report.problems[-1].message
     assert not [f for p in report.problems for f in p.fixes if "Debian" in f]
+    assert "install numactl (Alpine) on the target" in report.problems[1].fixes[0]
     # the same binary for glibc: musl's names are met by nothing there
     glibc = check([u], for_target(declared("manylinux_2_28_x86_64", "3.12")))
     assert [p.subject for p in glibc.problems] == [

@@ -827,8 +827,7 @@ def _missing(
         )
         fixes.append(f"if the target has {lib}: --allow-missing-library '{lib}=WHY'")
     else:
-        # the packages wh knows are glibc distributions' (Debian, Red Hat), not musl's
-        pkg = system_package(lib) if platform.os == "linux" and not platform.musl else ""
+        pkg = system_package(lib, platform.musl) if platform.os == "linux" else ""
         if pkg:
             fixes.append(
                 f"install {pkg} on the target, then lock with --allow-missing-library "

@@ -179,9 +179,10 @@ def policy_allowing(namespace: str, version: str, machine: str) -> str:
     return ""
 
 
-def system_package(library: str) -> str:
-    """The distribution packages that ship a system library, where wh knows them."""
-    return str(facts()["system-packages"].get(library, ""))
+def system_package(library: str, musl: bool = False) -> str:
+    """The distribution packages that ship a system library, where wh knows them: glibc
+    distributions' (Debian, Red Hat), or, for a musl target, Alpine's."""
+    return str(facts()["system-packages-musl" if musl else "system-packages"].get(library, ""))
 
 
 @lru_cache(maxsize=2)
