@@ -379,3 +379,33 @@ def test_a_macos_target_takes_system_paths_as_macos_and_nothing_else() -> None:
     linux = check([u], for_target(declared("manylinux_2_28_x86_64", "3.12")))
     assert {p.kind for p in linux.problems} == {ProblemKind.MACHINE}
     assert nat.is_library_name("m/.dylibs/libz.1.dylib")
+
+
+def test_a_macos_tag_from_11_on_names_a_release_not_its_updates() -> None:
+    """``macosx_13_0`` stands for every macOS 13 (pip's tags name no update from macOS 11
+    on): a binary for 13.4 (PyPI's onnxruntime 1.23.2 for ``macosx_13_0_x86_64``) is a
+    warning there, one for 14.0 a problem; before 11 the minor counts (10.15 on 10.13)."""
+
+    def report(min_os: str, platform: str) -> tuple[list[str], list[str]]:
+        b = Binary("m/_x.so", "macho", "x86_64", ("/usr/lib/libSystem.B.dylib",), min_os=min_os)  # type: ignore[arg-type]
+        u = Unit("m", "1", Origin.LOCKED, Natives((b.member,), (b,)))  # type: ignore[arg-type]
+        r = check([u], for_target(declared(platform, "3.12")))
+        return [p.message for p in r.problems], [p.fixes[-1] for p in r.problems] + list(r.warnings)
+
+    problems, notes = report("13.4", "macosx_13_0_x86_64")
+    assert problems == [] and notes == [
+        "m 1: m/_x.so is built for macOS 13.4; the target's tag stands for any macOS 13: "
+        "on one older than 13.4 it may not load"
+    ]
+    problems, notes = report("14.0", "macosx_13_0_x86_64")
+    assert problems == [
+        "m 1: m/_x.so needs macOS 14.0, newer than the target (macOS 13.0 x86_64) runs"
+    ]
+    assert notes == [
+        "if the target runs macOS 14.0 or later, lock for it: --platform macosx_14_0_x86_64"
+    ]
+    problems, notes = report("10.15", "macosx_10_13_x86_64")
+    assert notes == [
+        "if the target runs macOS 10.15 or later, lock for it: --platform macosx_10_15_x86_64"
+    ]
+    assert report("10.13", "macosx_10_13_x86_64") == ([], [])

@@ -522,7 +522,14 @@ def check(
             }
             found.extend(_too_new(u, b, on_platform, platform))
         if platform.macos and b.min_os and _version_key(b.min_os) > _version_key(platform.macos):
-            found.append(_newer_macos(u, b, platform))
+            if _macos_level(b.min_os) > _macos_level(platform.macos):
+                found.append(_newer_macos(u, b, platform))
+            else:  # within the release the tag names: which update the target runs is unknown
+                warnings.append(
+                    f"{u.label}: {b.member} is built for macOS {b.min_os}; the target's tag "
+                    f"stands for any macOS {_macos_level(platform.macos)[0]}: on one older than "
+                    f"{b.min_os} it may not load"
+                )
         for lib in b.weak:
             r = _resolve(u, b, lib, False, idx, platform, windows, _macho_dirs(b))
             if r.by is not None and r.source is not None:
@@ -678,10 +685,17 @@ def _resolve_macho(
     return _Resolved(lib, delay, on_platform[1], on_platform[0])
 
 
+def _macos_level(version: str) -> tuple[int, ...]:
+    """What a platform tag can tell of a macOS version: from macOS 11 on its major only
+    (``macosx_13_0`` stands for every 13.x), before it 10 and the minor."""
+    key = _version_key(version)
+    return key[:1] if key[0] >= 11 else key[:2]
+
+
 def _newer_macos(u: Unit, b: Binary, platform: Platform) -> LoadProblem:
-    major, _, minor = b.min_os.partition(".")
+    level = _macos_level(b.min_os)
     arch = {"aarch64": "arm64"}.get(platform.machine, platform.machine)
-    tag = f"macosx_{major}_{(minor.split('.')[0] or '0') if int(major) < 11 else '0'}_{arch}"
+    tag = f"macosx_{level[0]}_{level[1] if len(level) > 1 else 0}_{arch}"
     return LoadProblem(
         ProblemKind.OS_VERSION,
         u.label,
