@@ -256,6 +256,26 @@ def test_a_macos_wheel_finds_its_dylibs_as_dyld_does(
     assert [(p["kind"], p["member"], p["subject"]) for p in problems] == [
         ("missing-library", EXT, "@rpath/libhelper.dylib")
     ]
+    assert problems[0]["fixes"][0] == (
+        f"a wheel that ships libhelper.dylib where {EXT} looks for it (@loader_path/.dylibs), "
+        "or a wheel of kern that ships it itself (delocate-wheel)"
+    )
+    # the weakly linked dylib accepted: no warning, and the lock records why
+    shutil.rmtree(house)
+    _torch(house, macho)
+    _kern(house, {EXT: macho["arm64:ext"], **_own(macho)})
+    why = "/usr/local/lib/libweak.dylib=the plug-in is not used"
+    r = _lock(tmp_path, *ARM, "--json", "--allow-missing-library", why)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(r.stdout)["load_check"]
+    assert not [w for w in report["warnings"] if "weakly" in w]
+    assert report["allowed-missing"] == [
+        {
+            "library": "/usr/local/lib/libweak.dylib",
+            "reason": "the plug-in is not used",
+            "needed-by": "kern 1.0",
+        }
+    ]
 
 
 @needs_clang

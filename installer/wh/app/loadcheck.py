@@ -534,6 +534,8 @@ def check(
             r = _resolve(u, b, lib, False, idx, platform, windows, _macho_dirs(b))
             if r.by is not None and r.source is not None:
                 met.append(Met(u.label, b.member, lib, r.by, r.source, False))
+            elif lib in allow:
+                allowed.setdefault(lib, (allow[lib], []))[1].append(u.label)
             else:
                 warnings.append(
                     f"{u.label}: {b.member} links {lib} weakly, and nothing provides it "
@@ -833,13 +835,21 @@ def _missing(
                 f"add the wheel that ships {lib} (the CUDA {need_major} libraries) to the "
                 "wheelhouse, and re-lock"
             )
-    elif platform.os == "darwin" and lib.startswith("/"):
-        # a path on the machine that built it: no wheel installs there
-        fixes.append(
-            f"a wheel of {u.name} that ships {posixpath.basename(lib)} itself (delocate-wheel "
-            "copies such a dylib into the wheel)"
-        )
-        fixes.append(f"if the target has {lib}: --allow-missing-library '{lib}=WHY'")
+    elif platform.os == "darwin":
+        name = posixpath.basename(lib)
+        if lib.startswith("/"):  # a path on the machine that built it: no wheel installs there
+            fixes.append(
+                f"a wheel of {u.name} that ships {name} itself (delocate-wheel copies such a "
+                "dylib into the wheel)"
+            )
+        else:
+            rpaths = ", ".join(b.rpath) or "it has no rpath"
+            where = rpaths if lib.startswith("@rpath/") else "@loader_path"
+            fixes.append(
+                f"a wheel that ships {name} where {b.member} looks for it ({where}), or a "
+                f"wheel of {u.name} that ships it itself (delocate-wheel)"
+            )
+        fixes.append(f"if the target provides it another way: --allow-missing-library '{lib}=WHY'")
     else:
         pkg = system_package(lib, platform.musl) if platform.os == "linux" else ""
         if pkg:
