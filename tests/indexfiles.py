@@ -3,8 +3,10 @@ retries, and the wheel of a pinned release that a target takes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
+from pathlib import Path
 
 import urllib3
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -60,6 +62,17 @@ def wheel_file(name: str, version: str, target: Target) -> dict[str, object]:
             best = (rank, f)
     assert best is not None, f"no wheel of {name} {version} for {target.description}"
     return best[1]
+
+
+def download(folder: Path, f: dict[str, object]) -> int:
+    """Download the index file ``f`` (a PEP 691 file entry) into ``folder``, checking its
+    sha256 where the index gives one; the bytes it took."""
+    data = get(str(f["url"]))
+    digests = f.get("hashes")
+    if isinstance(digests, dict) and "sha256" in digests:
+        assert hashlib.sha256(data).hexdigest() == digests["sha256"], f["filename"]
+    (folder / str(f["filename"])).write_bytes(data)
+    return len(data)
 
 
 def central_directory_offset(tail: bytes, tail_at: int) -> int:

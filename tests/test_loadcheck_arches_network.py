@@ -10,7 +10,6 @@ as ``wh lock`` reads it and compared with pyelftools over the whole file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +21,7 @@ from wh.wheel import natives as nat
 
 from tests.elforacle import pyelftools_needs
 from tests.fixtures import run_wh
-from tests.indexfiles import get, wheel_file
+from tests.indexfiles import download, wheel_file
 
 pytestmark = pytest.mark.network
 
@@ -35,15 +34,6 @@ PINS = (
 MACHINES = {"ppc64le": ("ppc64", "ld64.so.2"), "s390x": ("s390", "ld64.so.1")}
 
 
-def _download(house: Path, f: dict[str, object]) -> int:
-    data = get(str(f["url"]))
-    digests = f.get("hashes")
-    if isinstance(digests, dict) and "sha256" in digests:
-        assert hashlib.sha256(data).hexdigest() == digests["sha256"], f["filename"]
-    (house / str(f["filename"])).write_bytes(data)
-    return len(data)
-
-
 @pytest.fixture(scope="module", params=sorted(MACHINES))
 def house(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     machine = str(request.param)
@@ -52,7 +42,7 @@ def house(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     folder.mkdir()
     with ThreadPoolExecutor(4) as pool:
         files = list(pool.map(lambda p: wheel_file(p[0], p[1], target), PINS))
-        fetched = sum(pool.map(lambda f: _download(folder, f), files))
+        fetched = sum(pool.map(lambda f: download(folder, f), files))
     assert all(machine in str(f["filename"]) for f in files if f is not files[1]), files
     assert fetched < 3e6
     return folder

@@ -18,7 +18,6 @@ macOS 11 must refuse.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 import zipfile
@@ -34,7 +33,7 @@ from wh.model.target import declared
 from wh.wheel import natives as nat
 
 from tests.fixtures import run_wh
-from tests.indexfiles import central_directory_offset, get, wheel_file
+from tests.indexfiles import central_directory_offset, download, get, wheel_file
 
 pytestmark = pytest.mark.network
 
@@ -47,22 +46,13 @@ PINS = (
 )
 
 
-def _download(house: Path, f: dict[str, object]) -> int:
-    data = get(str(f["url"]))
-    digests = f.get("hashes")
-    if isinstance(digests, dict) and "sha256" in digests:
-        assert hashlib.sha256(data).hexdigest() == digests["sha256"], f["filename"]
-    (house / str(f["filename"])).write_bytes(data)
-    return len(data)
-
-
 @pytest.fixture(scope="module")
 def macos_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     house = tmp_path_factory.mktemp("macos") / "wheelhouse"
     house.mkdir()
     with ThreadPoolExecutor(4) as pool:
         files = list(pool.map(lambda p: wheel_file(p[0], p[1], TARGET), PINS))
-        fetched = sum(pool.map(lambda f: _download(house, f), files))
+        fetched = sum(pool.map(lambda f: download(house, f), files))
     assert fetched < 1e7
     return house
 

@@ -19,7 +19,6 @@ the musllinux policy, the wheels' own libraries and nothing of glibc's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -31,7 +30,7 @@ from wh.wheel import natives as nat
 
 from tests.elforacle import pyelftools_needs
 from tests.fixtures import run_wh
-from tests.indexfiles import get, wheel_file
+from tests.indexfiles import download, wheel_file
 
 pytestmark = pytest.mark.network
 
@@ -47,22 +46,13 @@ PINS = (
 MUSL_LIBC = "libc.musl-x86_64.so.1"
 
 
-def _download(house: Path, f: dict[str, object]) -> int:
-    data = get(str(f["url"]))
-    digests = f.get("hashes")
-    if isinstance(digests, dict) and "sha256" in digests:
-        assert hashlib.sha256(data).hexdigest() == digests["sha256"], f["filename"]
-    (house / str(f["filename"])).write_bytes(data)
-    return len(data)
-
-
 @pytest.fixture(scope="module")
 def musl_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     house = tmp_path_factory.mktemp("musl") / "wheelhouse"
     house.mkdir()
     with ThreadPoolExecutor(4) as pool:
         files = list(pool.map(lambda p: wheel_file(p[0], p[1], TARGET), PINS))
-        fetched = sum(pool.map(lambda f: _download(house, f), files))
+        fetched = sum(pool.map(lambda f: download(house, f), files))
     assert all("musllinux_1_" in str(f["filename"]) for f in files), files
     assert fetched < 1e7
     return house

@@ -25,7 +25,6 @@ out (a broken repack) must be refused naming that DLL and the one that needs it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +37,7 @@ from wh.model.target import declared
 from wh.wheel import natives as nat
 
 from tests.fixtures import run_wh
-from tests.indexfiles import get, wheel_file
+from tests.indexfiles import download, wheel_file
 
 pytestmark = pytest.mark.network
 
@@ -57,22 +56,13 @@ PINS = (
 ROOTS = ("psycopg2-binary", "pyzmq", "rtree", "markupsafe", "pyyaml", "cffi", "hf-xet")
 
 
-def _download(house: Path, f: dict[str, object]) -> int:
-    data = get(str(f["url"]))
-    digests = f.get("hashes")
-    if isinstance(digests, dict) and "sha256" in digests:
-        assert hashlib.sha256(data).hexdigest() == digests["sha256"], f["filename"]
-    (house / str(f["filename"])).write_bytes(data)
-    return len(data)
-
-
 @pytest.fixture(scope="module")
 def windows_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     house = tmp_path_factory.mktemp("windows") / "wheelhouse"
     house.mkdir()
     with ThreadPoolExecutor(4) as pool:
         files = list(pool.map(lambda p: wheel_file(p[0], p[1], TARGET), PINS))
-        fetched = sum(pool.map(lambda f: _download(house, f), files))
+        fetched = sum(pool.map(lambda f: download(house, f), files))
     assert fetched < 1.2e7
     return house
 

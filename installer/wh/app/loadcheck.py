@@ -633,10 +633,20 @@ def _macho_dirs(b: Binary) -> tuple[tuple[str, str], ...]:
     that name a folder of the target's site-packages (``@loader_path/...``), as (the
     entry, the folder). Once per binary, not per need."""
     here = posixpath.dirname(b.member)
-    out = [("@loader_path", here)]
-    for entry in b.rpath:
-        if entry == "@loader_path" or entry.startswith("@loader_path/"):
-            rest = entry[len("@loader_path") :].lstrip("/")
+    return (("@loader_path", here), *_relative(here, b.rpath, "@loader_path"))
+
+
+def _relative(
+    here: str, entries: Iterable[str], token: str, spelt: str = ""
+) -> tuple[tuple[str, str], ...]:
+    """The search-path ``entries`` that start from the binary's folder ``here`` (``token``:
+    ``$ORIGIN``, ``@loader_path``; ``spelt``: another spelling of it), as (the entry, the
+    folder within the wheel); the others (absolute, the interpreter's) are not of the lock."""
+    out = []
+    for entry in entries:
+        folder = entry.replace(spelt, token) if spelt else entry
+        if folder == token or folder.startswith(token + "/"):
+            rest = folder[len(token) :].lstrip("/")
             out.append((entry, posixpath.normpath(posixpath.join(here, rest))))
     return tuple(out)
 
@@ -664,27 +674,10 @@ def _resolve_macho(
         full = posixpath.normpath(path)
         found = idx.paths.get(full)
         if found is not None:
-            where = "this wheel" if found is u else found.label
             how = f"via rpath {entry}" if lib.startswith("@rpath/") else "via @loader_path"
-            return _Resolved(
-                lib, delay, f"{where} {how} ({full})", _source(u, found), (found.name, full)
-            )
-    providers = idx.names.get(lib, [])
-    if providers:
-        own = [p for p in providers if p[0] is u]
-        unit, path = (own or providers)[0]
-        where = "this wheel" if unit is u else f"{unit.label} ({unit.origin})"
-        return _Resolved(
-            lib,
-            delay,
-            f"{where}: {path}, by install name: once loaded",
-            _source(u, unit),
-            (unit.name, path),
-        )
-    on_platform = platform.provides(lib)
-    if on_platform is None:
-        return _Resolved(lib, delay, None)
-    return _Resolved(lib, delay, on_platform[1], on_platform[0])
+            return _file(u, lib, delay, found, full, f" {how} ({full})")
+    named = _by_name(u, lib, delay, lib, idx, ", by install name: once loaded")
+    return named or _on_platform(lib, delay, platform)
 
 
 def _macos_level(version: str) -> tuple[int, ...]:
@@ -717,13 +710,7 @@ def _origin_dirs(b: Binary) -> tuple[tuple[str, str], ...]:
     entry, the folder within the wheel): glibc takes ``DT_RUNPATH`` when present instead of
     ``DT_RPATH``, and ``$ORIGIN`` is the member's own folder. Once per binary, not per need."""
     here = posixpath.dirname(b.member)
-    out = []
-    for entry in b.runpath or b.rpath:
-        folder = entry.replace("${ORIGIN}", "$ORIGIN")
-        if folder.startswith("$ORIGIN"):
-            rest = folder[len("$ORIGIN") :].lstrip("/")
-            out.append((entry, posixpath.normpath(posixpath.join(here, rest))))
-    return tuple(out)
+    return _relative(here, b.runpath or b.rpath, "$ORIGIN", "${ORIGIN}")
 
 
 def _resolve(
@@ -746,14 +733,7 @@ def _resolve(
             full = posixpath.join(path, lib) if path != "." else lib
             found = idx.paths.get(full)
             if found is not None:
-                where = "this wheel" if found is u else found.label
-                return _Resolved(
-                    lib,
-                    delay,
-                    f"{where} via rpath {entry} ({full})",
-                    _source(u, found),
-                    (found.name, full),
-                )
+                return _file(u, lib, delay, found, full, f" via rpath {entry} ({full})")
     else:
         # Windows: a DLL of the same name already loaded is used wherever it lies, and the
         # interpreter's own (python3XX.dll, its VC runtime) always are: a copy of
@@ -766,22 +746,35 @@ def _resolve(
         full = posixpath.join(here, lib) if here else lib
         found = idx.paths.get(_key(full, windows))
         if found is not None:
-            where = "this wheel" if found is u else found.label
-            return _Resolved(
-                lib, delay, f"{where}, beside it", _source(u, found), (found.name, full)
-            )
+            return _file(u, lib, delay, found, full, ", beside it")
+    named = _by_name(u, lib, delay, key, idx, "" if windows else ", by name: once loaded")
+    return named or _on_platform(lib, delay, platform)
+
+
+def _file(u: Unit, lib: str, delay: bool, found: Unit, full: str, how: str) -> _Resolved:
+    """``lib`` met by the file ``full`` of ``found`` (``u`` itself or another unit), found
+    ``how`` ("via rpath $ORIGIN (...)", ", beside it")."""
+    where = "this wheel" if found is u else found.label
+    return _Resolved(lib, delay, f"{where}{how}", _source(u, found), (found.name, full))
+
+
+def _by_name(u: Unit, lib: str, delay: bool, key: str, idx: _Index, note: str) -> _Resolved | None:
+    """``lib`` met by a library of that name (or soname, install name) in the lock or the
+    kept distributions, ``u``'s own first; None where none has it."""
     providers = idx.names.get(key, [])
-    if providers:
-        own = [p for p in providers if p[0] is u]
-        unit, path = (own or providers)[0]
-        where = "this wheel" if unit is u else f"{unit.label} ({unit.origin})"
-        note = "" if windows else ", by name: once loaded"
-        return _Resolved(lib, delay, f"{where}: {path}{note}", _source(u, unit), (unit.name, path))
-    on_platform = platform.provides(lib)
-    if on_platform is None:
-        return _Resolved(lib, delay, None)
-    source, by = on_platform
-    return _Resolved(lib, delay, by, source)
+    if not providers:
+        return None
+    own = [p for p in providers if p[0] is u]
+    unit, path = (own or providers)[0]
+    where = "this wheel" if unit is u else f"{unit.label} ({unit.origin})"
+    return _Resolved(lib, delay, f"{where}: {path}{note}", _source(u, unit), (unit.name, path))
+
+
+def _on_platform(lib: str, delay: bool, platform: Platform) -> _Resolved:
+    found = platform.provides(lib)
+    return (
+        _Resolved(lib, delay, None) if found is None else _Resolved(lib, delay, found[1], found[0])
+    )
 
 
 def _source(needer: Unit, found: Unit) -> Provider:
