@@ -874,36 +874,29 @@ def _too_new(u: Unit, b: Binary, platform_libs: set[str], platform: Platform) ->
     for lib, version in b.versions:
         if lib not in platform_libs or not platform.too_new(version):
             continue
-        if platform.musl:
-            out.append(
-                LoadProblem(
-                    ProblemKind.SYMBOL_VERSION,
-                    u.label,
-                    b.member,
-                    version,
-                    f"{u.label}: {b.member} needs {version} from {lib}: it was built against "
-                    f"glibc, and musl ({platform.manylinux or 'musl'}) has no glibc symbol "
-                    "versions",
-                    fixes=(f"a musllinux wheel of {u.name} (built against musl)",),
-                )
-            )
-            continue
         ns, _, v = version.partition("_")
-        newer = policy_allowing(ns, v, platform.machine)
-        fixes = [f"a wheel of {u.name} built for {platform.manylinux} (or older)"]
-        if newer:
-            fixes.append(
-                f"if the target's glibc is new enough, lock for it: --platform "
-                f"{newer}_{platform.machine}"
+        if platform.musl:
+            why = (
+                f": it was built against glibc, and musl ({platform.manylinux or 'musl'}) has "
+                "no glibc symbol versions"
             )
+            fixes = [f"a musllinux wheel of {u.name} (built against musl)"]
+        else:
+            why = f", newer than {platform.manylinux} allows (up to {ns}_{platform.newest(ns)})"
+            fixes = [f"a wheel of {u.name} built for {platform.manylinux} (or older)"]
+            newer = policy_allowing(ns, v, platform.machine)
+            if newer:
+                fixes.append(
+                    f"if the target's glibc is new enough, lock for it: --platform "
+                    f"{newer}_{platform.machine}"
+                )
         out.append(
             LoadProblem(
                 ProblemKind.SYMBOL_VERSION,
                 u.label,
                 b.member,
                 version,
-                f"{u.label}: {b.member} needs {version} from {lib}, newer than "
-                f"{platform.manylinux} allows (up to {ns}_{platform.newest(ns)})",
+                f"{u.label}: {b.member} needs {version} from {lib}{why}",
                 fixes=tuple(fixes),
             )
         )

@@ -197,7 +197,8 @@ def _loaders(musl: bool) -> frozenset[str]:
 
 
 def _policy_level(target: Target, family: str) -> tuple[int, int] | None:
-    """The newest ``family`` ("manylinux", "musllinux") level among the target's tags."""
+    """The newest ``family`` ("manylinux", "musllinux", "macosx") level among the target's
+    tags."""
     best: tuple[int, int] | None = None
     for t in target.tags:
         m = re.fullmatch(rf"{family}_(\d+)_(\d+)_\w+", t.platform)
@@ -245,12 +246,7 @@ def for_target(target: Target, found: Mapping[str, str] | None = None) -> Platfo
 
 def _macos_version(target: Target) -> str:
     """The newest macOS version among the target's ``macosx_X_Y_ARCH`` tags ("11.0")."""
-    best: tuple[int, int] | None = None
-    for t in target.tags:
-        m = re.fullmatch(r"macosx_(\d+)_(\d+)_\w+", t.platform)
-        if m:
-            level = (int(m.group(1)), int(m.group(2)))
-            best = level if best is None or level > best else best
+    best = _policy_level(target, "macosx")
     return f"{best[0]}.{best[1]}" if best else ""
 
 
