@@ -117,6 +117,18 @@ def test_fetch_reports_everything_missing_at_once_with_advice(tmp_path: Path) ->
         assert "wanted by app 1.0" in line and "has no wheel of" in line
         assert f"--drop \"{dep}; sys_platform == 'win32'\"" in line
     assert not house.exists() or not list(house.iterdir())  # nothing was downloaded
+    # --json: one document, the error with the fetch's report in it
+    args = ["fetch", "--json", "-r", "app", "-r", "sglang-kernel==0.4.1", "--index-url", url]
+    result = CliRunner().invoke(cli, [*args, "--wheelhouse", str(house), *WIN_FLAGS])
+    assert result.exit_code == 3, result.output
+    err = json.loads(result.stdout)
+    assert err["error"] == "wheelhouse" and err["fields"]["downloaded"] is False
+    assert len(err["fields"]["missing"]) == 3
+    assert sorted(m["requirement"].split()[0] for m in err["report"]["missing"]) == [
+        "saver",
+        "sglang-kernel",
+        "uvloop",
+    ]
 
 
 def test_dry_run_json_prints_the_closure_and_downloads_nothing(tmp_path: Path) -> None:

@@ -282,9 +282,9 @@ def test_fetch_says_the_wheelhouse_would_not_lock_and_keeps_its_wheels(
     fetch = ("fetch", "-r", "sglang-kernel", *LINUX, "--wheelhouse", house, "--index-url", url)
     r = run_wh(*fetch, "--json")
     assert r.returncode == 5, r.stdout + r.stderr
-    # the fetch's report, then the error (as a fetch missing wheels prints them)
-    report, end = json.JSONDecoder().raw_decode(r.stdout)
-    err = json.loads(r.stdout[end:])
+    # one JSON document: the error, with the fetch's report in it
+    err = json.loads(r.stdout)
+    report = err["report"]
     assert err["error"] == "load" and "the wheels were downloaded and kept" in err["message"]
     target = "manylinux_2_28_x86_64 / CPython 3.12"
     assert err["fields"] == {"targets": [target], "packages": ["sglang-kernel 0.4.3"]}

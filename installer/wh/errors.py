@@ -1453,9 +1453,16 @@ class FetchMissingError(WheelhouseError):
     """`wh fetch` could not have every wheel (``missing``: one line of advice each);
     ``downloaded`` True where it downloaded the others."""
 
-    def __init__(self, missing: Sequence[str], *, downloaded: bool) -> None:
+    def __init__(
+        self,
+        missing: Sequence[str],
+        *,
+        downloaded: bool,
+        report: Mapping[str, object] | None = None,
+    ) -> None:
         self.missing = tuple(missing)
         self.downloaded = downloaded
+        self.report = report  # what `wh fetch --json` reports besides (one JSON document)
         n = len(self.missing)
         super().__init__(
             f"{n} wheel(s) could not be had"
@@ -1468,6 +1475,10 @@ class FetchMissingError(WheelhouseError):
 
     def fields(self) -> dict[str, object]:
         return {"missing": list(self.missing), "downloaded": self.downloaded}
+
+    def to_json(self) -> dict[str, object]:
+        out = super().to_json()
+        return out if self.report is None else {**out, "report": dict(self.report)}
 
 
 class WheelMetadataError(WheelhouseError):

@@ -134,10 +134,12 @@ class FetchReport:
         where the wheelhouse it left would not pass `wh lock`'s load check; else None."""
         if self.missing:
             return FetchMissingError(
-                [str(m) for m in self.missing], downloaded=bool(self.downloaded)
+                [str(m) for m in self.missing],
+                downloaded=bool(self.downloaded),
+                report=self.to_json(),
             )
         if self.load_refused:
-            return FetchLoadCheckError(self.load_refused)
+            return FetchLoadCheckError(self.load_refused, self.to_json())
         return None
 
     def to_json(self) -> dict[str, object]:

@@ -878,8 +878,10 @@ def fetch(
                 loads = "; no compiled members"
             click.echo(f"the wheelhouse locks for {t}: {len(r.packages)} package(s){loads}")
 
-    _emit(as_json, report.to_json(), text)
     refusal = report.refusal()
+    if refusal is not None and as_json:
+        raise refusal  # one JSON document: the error, the fetch's report in it
+    _emit(as_json, report.to_json(), text)
     if refusal is not None:
         raise refusal
 
