@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import zipfile
 from pathlib import Path
@@ -134,6 +135,12 @@ def test_cli_scan_lists_wheels_and_exclusions(tmp_path: Path) -> None:
     assert "excluded broken-1.0-py3-none-any.whl: not a valid zip" in r.stdout
     strict = run_wh("scan", "--wheelhouse", tmp_path, "--strict")
     assert strict.returncode == 3
+    # --json: one document, the error with the scan's report in it
+    strict = run_wh("scan", "--wheelhouse", tmp_path, "--strict", "--json")
+    assert strict.returncode == 3
+    err = json.loads(strict.stdout)
+    assert err["error"] == "wheelhouse" and len(err["fields"]["problems"]) == 1
+    assert [w["version"] for w in err["report"]["wheels"]] == ["1.0+cu130"]
 
 
 def test_metadata_only_scan_then_hash_just_what_is_needed(tmp_path: Path) -> None:

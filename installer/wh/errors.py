@@ -7,7 +7,9 @@ import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
+
+_E = TypeVar("_E", bound="WhError")
 
 
 class WhError(Exception):
@@ -24,6 +26,9 @@ class WhError(Exception):
 
     exit_code = 1
     kind = "error"
+    # what the command reports besides, where it ends in this error (`wh fetch`'s closure
+    # and downloads): `--json` prints one document, the error with this under "report"
+    report: Mapping[str, object] | None = None
 
     def __init__(self, message: str, *, hint: str = "", details: Sequence[str] = ()) -> None:
         super().__init__(message)
@@ -53,7 +58,14 @@ class WhError(Exception):
         fields = self.fields()
         if fields:
             out["fields"] = fields
+        if self.report is not None:
+            out["report"] = dict(self.report)
         return out
+
+    def reporting(self: _E, report: Mapping[str, object]) -> _E:
+        """This error, carrying ``report`` (see ``report``)."""
+        self.report = report
+        return self
 
 
 class UsageError(WhError):
@@ -1453,16 +1465,9 @@ class FetchMissingError(WheelhouseError):
     """`wh fetch` could not have every wheel (``missing``: one line of advice each);
     ``downloaded`` True where it downloaded the others."""
 
-    def __init__(
-        self,
-        missing: Sequence[str],
-        *,
-        downloaded: bool,
-        report: Mapping[str, object] | None = None,
-    ) -> None:
+    def __init__(self, missing: Sequence[str], *, downloaded: bool) -> None:
         self.missing = tuple(missing)
         self.downloaded = downloaded
-        self.report = report  # what `wh fetch --json` reports besides (one JSON document)
         n = len(self.missing)
         super().__init__(
             f"{n} wheel(s) could not be had"
@@ -1475,10 +1480,6 @@ class FetchMissingError(WheelhouseError):
 
     def fields(self) -> dict[str, object]:
         return {"missing": list(self.missing), "downloaded": self.downloaded}
-
-    def to_json(self) -> dict[str, object]:
-        out = super().to_json()
-        return out if self.report is None else {**out, "report": dict(self.report)}
 
 
 class WheelMetadataError(WheelhouseError):

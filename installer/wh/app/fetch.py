@@ -133,13 +133,12 @@ class FetchReport:
         """The error a fetch ends with: exit 3 where it could not have everything, exit 5
         where the wheelhouse it left would not pass `wh lock`'s load check; else None."""
         if self.missing:
-            return FetchMissingError(
-                [str(m) for m in self.missing],
-                downloaded=bool(self.downloaded),
-                report=self.to_json(),
+            missing = [str(m) for m in self.missing]
+            return FetchMissingError(missing, downloaded=bool(self.downloaded)).reporting(
+                self.to_json()
             )
         if self.load_refused:
-            return FetchLoadCheckError(self.load_refused, self.to_json())
+            return FetchLoadCheckError(self.load_refused).reporting(self.to_json())
         return None
 
     def to_json(self) -> dict[str, object]:

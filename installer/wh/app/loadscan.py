@@ -79,11 +79,8 @@ class FetchLoadCheckError(LockError):
 
     kind = "load"
 
-    def __init__(
-        self, refused: Mapping[str, LoadCheckError], report: Mapping[str, object] | None = None
-    ) -> None:
+    def __init__(self, refused: Mapping[str, LoadCheckError]) -> None:
         self.refused = dict(refused)
-        self.report = report  # what `wh fetch --json` reports besides (one JSON document)
         self.problems = tuple(p for e in self.refused.values() for p in e.problems)
         self.packages = tuple(sorted({p.package for p in self.problems}))
         details = []
@@ -110,8 +107,7 @@ class FetchLoadCheckError(LockError):
         problems = [
             {**p.to_json(), "target": t} for t, e in self.refused.items() for p in e.problems
         ]
-        out = {**super().to_json(), "problems": problems}
-        return out if self.report is None else {**out, "report": dict(self.report)}
+        return {**super().to_json(), "problems": problems}
 
 
 def _natives_dir() -> Path:

@@ -57,7 +57,8 @@ class ScanReport:
         problems = self.wheelhouse.problems
         if not strict or not problems:
             return None
-        return WheelsExcludedError(self.root, [str(p) for p in problems])
+        excluded = WheelsExcludedError(self.root, [str(p) for p in problems])
+        return excluded.reporting(self.to_json())
 
 
 def scan_report(root: Path) -> ScanReport:

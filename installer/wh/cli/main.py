@@ -315,8 +315,10 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
         for p in wh.problems:
             click.echo(f"excluded {p}")
 
-    _emit(as_json, report.to_json(), text)
     refusal = report.refusal(strict)
+    if refusal is not None and as_json:
+        raise refusal  # one JSON document: the error, the scan's report in it
+    _emit(as_json, report.to_json(), text)
     if refusal is not None:
         raise refusal
 
