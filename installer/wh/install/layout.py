@@ -287,7 +287,7 @@ def installed_files(dist: InstalledDist) -> list[Owned]:
         for row in rows:
             path, digest, _size = record.fields(row)
             if path:
-                add(os.path.join(site, path.replace("\\", "/")), digest, first=False)
+                add(os.path.join(site, path), digest, first=False)
     data = _read_or_none(di / "installed-files.txt")
     if data is not None:
         listed = True

@@ -43,11 +43,15 @@ def wheel_rows(data: bytes) -> list[list[str]]:
     member with forward slashes (APPNOTE 4.4.17; wh refuses a member named with a
     backslash, ``portable.unsafe_paths``). A path that climbs out with ``..\\`` is then
     refused as one with ``../``."""
-    out = decode(data)
-    for row in out:
+    return _slashed(decode(data))
+
+
+def _slashed(rows: list[list[str]]) -> list[list[str]]:
+    """``rows`` with "/" between the folders of each path (see ``wheel_rows``)."""
+    for row in rows:
         if row and "\\" in row[0]:
             row[0] = row[0].replace("\\", "/")
-    return out
+    return rows
 
 
 def fields(row: list[str]) -> tuple[str, str, str]:
@@ -69,15 +73,16 @@ def entries(record: list[list[str]]) -> dict[str, tuple[str, str]]:
 
 
 def installed(dist_info: Path) -> list[list[str]] | None:
-    """The rows of an installed distribution's ``RECORD``; None where it has none (conda and
-    Debian packages ship a dist-info without one) or it cannot be read or parsed."""
+    """The rows of an installed distribution's ``RECORD``, paths with "/" between their
+    folders as ``wheel_rows`` gives them (a RECORD written on Windows may use backslashes);
+    None where it has none (conda and Debian packages ship a dist-info without one) or it
+    cannot be read or parsed."""
     try:
-        return decode((dist_info / "RECORD").read_bytes())
+        return _slashed(decode((dist_info / "RECORD").read_bytes()))
     except (OSError, RecordError):
         return None
 
 
 def installed_paths(record: list[list[str]]) -> list[str]:
-    """The "/"-separated paths the rows name, relative to the site folder (a RECORD written
-    on Windows may separate them with backslashes)."""
-    return [row[0].replace("\\", "/") for row in record if row and row[0]]
+    """The paths the rows of ``installed`` name, relative to the site folder."""
+    return [row[0] for row in record if row and row[0]]
