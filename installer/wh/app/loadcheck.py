@@ -25,7 +25,7 @@ from packaging.requirements import Requirement
 from packaging.utils import NormalizedName
 from packaging.version import InvalidVersion, Version
 
-from wh.env.platformlibs import Platform, policy_allowing, system_package
+from wh.env.platformlibs import Platform, policy_allowing, system_package, version_key
 from wh.model.loadkinds import BinaryFormat, Origin, ProblemKind, Provider
 from wh.wheel.natives import Binary, Natives, iter_needs
 
@@ -467,35 +467,13 @@ def check(
             continue
         if b.slices:  # a universal file without the target's architecture
             machines = ", ".join(x.machine for x in b.slices)
-            problems.append(
-                LoadProblem(
-                    ProblemKind.MACHINE,
-                    u.label,
-                    b.member,
-                    machines,
-                    f"{u.label}: {b.member} is built for {machines}, the target is "
-                    f"{platform.machine or 'another machine'}",
-                    fixes=(f"a wheel of {u.name} built for {platform.machine}",),
-                    wheel=u.wheel,
-                )
-            )
+            problems.append(_other_machine(u, b, machines, machines, platform))
             continue
         if platform.machine and _machine(b) and _machine(b) != platform.machine:
             if key not in reach:  # a cross-compilation stub nothing links to is data
                 foreign.setdefault(u.label, []).append(f"{b.member} ({_machine(b)})")
                 continue
-            problems.append(
-                LoadProblem(
-                    ProblemKind.MACHINE,
-                    u.label,
-                    b.member,
-                    b.machine,
-                    f"{u.label}: {b.member} is built for {_machine(b)}, the target is "
-                    f"{platform.machine}",
-                    fixes=(f"a wheel of {u.name} built for {platform.machine}",),
-                    wheel=u.wheel,
-                )
-            )
+            problems.append(_other_machine(u, b, b.machine, _machine(b), platform))
             continue
         found: list[LoadProblem] = []
         for r in resolved[key]:
@@ -521,7 +499,7 @@ def check(
                 r.library for r in resolved[key] if r.source is not None and r.source.on_platform
             }
             found.extend(_too_new(u, b, on_platform, platform))
-        if platform.macos and b.min_os and _version_key(b.min_os) > _version_key(platform.macos):
+        if platform.macos and b.min_os and version_key(b.min_os) > version_key(platform.macos):
             if _macos_level(b.min_os) > _macos_level(platform.macos):
                 found.append(_newer_macos(u, b, platform))
             else:  # within the release the tag names: which update the target runs is unknown
@@ -596,6 +574,22 @@ def _unlinked_warnings(unlinked: Iterable[LoadProblem], platform: Platform) -> l
     return out
 
 
+def _other_machine(
+    u: Unit, b: Binary, subject: str, built_for: str, platform: Platform
+) -> LoadProblem:
+    """The problem of a binary built for another machine (``built_for``) than the target's."""
+    return LoadProblem(
+        ProblemKind.MACHINE,
+        u.label,
+        b.member,
+        subject,
+        f"{u.label}: {b.member} is built for {built_for}, the target is "
+        f"{platform.machine or 'another machine'}",
+        fixes=(f"a wheel of {u.name} built for {platform.machine}",),
+        wheel=u.wheel,
+    )
+
+
 def _machine(b: Binary) -> str:
     return _MACHINE.get(b.machine, "")
 
@@ -622,10 +616,6 @@ def _for_machine(u: Unit, machine: str) -> Unit:
         match = [x for x in b.slices if _MACHINE.get(x.machine) == machine]
         out.append(match[0] if match else b)
     return replace(u, natives=replace(u.natives, binaries=tuple(out)))
-
-
-def _version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
 
 
 def _macho_dirs(b: Binary) -> tuple[tuple[str, str], ...]:
@@ -683,7 +673,7 @@ def _resolve_macho(
 def _macos_level(version: str) -> tuple[int, ...]:
     """What a platform tag can tell of a macOS version: from macOS 11 on its major only
     (``macosx_13_0`` stands for every 13.x), before it 10 and the minor."""
-    key = _version_key(version)
+    key = version_key(version)
     return key[:1] if key[0] >= 11 else key[:2]
 
 

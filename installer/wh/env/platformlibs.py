@@ -117,7 +117,7 @@ class Platform:
 
     def newest(self, namespace: str) -> str:
         allowed = self.symbol_versions.get(namespace, frozenset())
-        return max(allowed, key=_version_key, default="")
+        return max(allowed, key=version_key, default="")
 
 
 # the names musl's loader answers itself, whatever follows the dot (ldso/dynlink.c: a
@@ -131,7 +131,8 @@ _MUSL_ITSELF = re.compile(r"lib(c|pthread|rt|m|dl|util|xnet)\.")
 _MACOS_SYSTEM = ("/usr/lib/", "/System/Library/")
 
 
-def _version_key(v: str) -> tuple[int, ...]:
+def version_key(v: str) -> tuple[int, ...]:
+    """A version's numbers, to order versions by ("2.17", "10.15", "8.1")."""
     return tuple(int(x) for x in re.findall(r"\d+", v)) or (0,)
 
 
@@ -162,13 +163,9 @@ def _windows_system(machine: str, floor: str = "") -> frozenset[str]:
     if floor:
         # each floor adds what every version from it on has, to the floors before it
         for since, added in f["windows-system-since"].items():
-            if _floor_key(since) <= _floor_key(floor):
+            if version_key(since) <= version_key(floor):
                 names.update(added.get(arch, ()))
     return frozenset(names)
-
-
-def _floor_key(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in version.split("."))
 
 
 def policy_allowing(namespace: str, version: str, machine: str) -> str:
@@ -219,19 +216,17 @@ def for_target(target: Target, found: Mapping[str, str] | None = None) -> Platfo
         target.python_version,
         found=dict(found or {}),
     )
-    if os_name == "linux":
-        musl = _policy_level(target, "musllinux")
-        if musl is not None and _policy_level(target, "manylinux") is None:
-            return _musl(plat, musl)
     if plat.os == "darwin":
         return replace(plat, macos=_macos_version(target))
-    level = _policy_level(target, "manylinux") if os_name == "linux" else None
-    if level is None:
+    if os_name != "linux":
         return plat
-    policies = [p for p in facts()["manylinux"] if tuple(p["glibc"]) <= level]
-    if not policies:
+    level = _policy_level(target, "manylinux")
+    musl = _policy_level(target, "musllinux")
+    if level is None and musl is not None:
+        return _musl(plat, musl)
+    p = _newest_policy("manylinux", "glibc", level)
+    if p is None:
         return plat
-    p = max(policies, key=lambda p: tuple(p["glibc"]))
     versions = p["symbol-versions"].get(machine, {})
     return Platform(
         plat.os,
@@ -244,6 +239,13 @@ def for_target(target: Target, found: Mapping[str, str] | None = None) -> Platfo
     )
 
 
+def _newest_policy(family: str, by: str, level: tuple[int, int] | None) -> dict[str, Any] | None:
+    """The newest policy of ``family`` ("manylinux", "musllinux") whose libc version (its
+    ``by`` field) is at most ``level``; None where none is (or no level is known)."""
+    policies = [p for p in facts()[family] if level is not None and tuple(p[by]) <= level]
+    return max(policies, key=lambda p: tuple(p[by]), default=None)
+
+
 def _macos_version(target: Target) -> str:
     """The newest macOS version among the target's ``macosx_X_Y_ARCH`` tags ("11.0")."""
     best = _policy_level(target, "macosx")
@@ -254,12 +256,10 @@ def _musl(plat: Platform, level: tuple[int, int]) -> Platform:
     """A musl target's platform: the newest musllinux policy its tags allow, with musl's
     libc under the name binaries linked against it need (``libc.musl-x86_64.so.1``; the
     policy data says ``libc.so``, as auditwheel does); no symbol versions (musl has none)."""
-    f = facts()
-    policies = [p for p in f["musllinux"] if tuple(p["musl"]) <= level]
-    libc = f["musl-libc"].get(plat.machine, "")
-    if not policies:
+    p = _newest_policy("musllinux", "musl", level)
+    if p is None:
         return replace(plat, libc="musl")
-    p = max(policies, key=lambda p: tuple(p["musl"]))
+    libc = facts()["musl-libc"].get(plat.machine, "")
     libraries = {libc if name == "libc.so" else name for name in p["libraries"]} - {""}
     return replace(plat, manylinux=str(p["name"]), libraries=frozenset(libraries), libc="musl")
 
