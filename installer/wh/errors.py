@@ -27,7 +27,8 @@ class WhError(Exception):
     exit_code = 1
     kind = "error"
     # what the command reports besides, where it ends in this error (`wh fetch`'s closure
-    # and downloads): `--json` prints one document, the error with this under "report"
+    # and downloads; the CLI attaches it): `--json` prints one document, the error with
+    # this under "report"
     report: Mapping[str, object] | None = None
 
     def __init__(self, message: str, *, hint: str = "", details: Sequence[str] = ()) -> None:

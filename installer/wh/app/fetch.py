@@ -134,11 +134,9 @@ class FetchReport:
         where the wheelhouse it left would not pass `wh lock`'s load check; else None."""
         if self.missing:
             missing = [str(m) for m in self.missing]
-            return FetchMissingError(missing, downloaded=bool(self.downloaded)).reporting(
-                self.to_json()
-            )
+            return FetchMissingError(missing, downloaded=bool(self.downloaded))
         if self.load_refused:
-            return FetchLoadCheckError(self.load_refused).reporting(self.to_json())
+            return FetchLoadCheckError(self.load_refused)
         return None
 
     def to_json(self) -> dict[str, object]:

@@ -57,8 +57,7 @@ class ScanReport:
         problems = self.wheelhouse.problems
         if not strict or not problems:
             return None
-        excluded = WheelsExcludedError(self.root, [str(p) for p in problems])
-        return excluded.reporting(self.to_json())
+        return WheelsExcludedError(self.root, [str(p) for p in problems])
 
 
 def scan_report(root: Path) -> ScanReport:

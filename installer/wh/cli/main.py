@@ -293,6 +293,18 @@ def _emit(as_json: bool, data: Any, text: Callable[[], None]) -> None:
         text()
 
 
+def _emit_or_refuse(
+    as_json: bool, data: Any, text: Callable[[], None], refusal: WhError | None
+) -> None:
+    """``_emit``, then end in ``refusal`` where there is one; with ``--json`` only the
+    refusal, carrying ``data`` as its report: one JSON document either way."""
+    if refusal is not None and as_json:
+        raise refusal.reporting(data)
+    _emit(as_json, data, text)
+    if refusal is not None:
+        raise refusal
+
+
 @cli.command()
 @common
 @wheelhouse_option
@@ -315,12 +327,7 @@ def scan(as_json: bool, verbose: int, wheelhouse: Path, strict: bool) -> None:
         for p in wh.problems:
             click.echo(f"excluded {p}")
 
-    refusal = report.refusal(strict)
-    if refusal is not None and as_json:
-        raise refusal  # one JSON document: the error, the scan's report in it
-    _emit(as_json, report.to_json(), text)
-    if refusal is not None:
-        raise refusal
+    _emit_or_refuse(as_json, report.to_json(), text, report.refusal(strict))
 
 
 @cli.command()
@@ -880,12 +887,7 @@ def fetch(
                 loads = "; no compiled members"
             click.echo(f"the wheelhouse locks for {t}: {len(r.packages)} package(s){loads}")
 
-    refusal = report.refusal()
-    if refusal is not None and as_json:
-        raise refusal  # one JSON document: the error, the fetch's report in it
-    _emit(as_json, report.to_json(), text)
-    if refusal is not None:
-        raise refusal
+    _emit_or_refuse(as_json, report.to_json(), text, report.refusal())
 
 
 @cli.command("index")
