@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from wh.env.environment import venv_python
@@ -49,6 +51,16 @@ def new_venv(tmp_path: Path) -> Callable[..., Path]:
         return make_venv(tmp_path / f"venv{next(counter)}", wheels)
 
     return make
+
+
+def tool(name: str) -> ModuleType:
+    """The module ``tools/NAME.py`` (the repository's maintenance scripts are no package)."""
+    path = Path(__file__).parents[1] / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_wh(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import urllib3
@@ -64,7 +66,18 @@ def wheel_file(name: str, version: str, target: Target) -> dict[str, object]:
     return best[1]
 
 
-def download(folder: Path, f: dict[str, object]) -> int:
+def download_pins(
+    folder: Path, pins: Sequence[tuple[str, str]], target: Target
+) -> tuple[list[dict[str, object]], int]:
+    """Download the wheel of each (name, version) of ``pins`` that ``target`` ranks best
+    (``wheel_file``) into ``folder``, four at a time: their file entries, and the bytes
+    taken."""
+    with ThreadPoolExecutor(4) as pool:
+        files = list(pool.map(lambda p: wheel_file(p[0], p[1], target), pins))
+        return files, sum(pool.map(lambda f: _download(folder, f), files))
+
+
+def _download(folder: Path, f: dict[str, object]) -> int:
     """Download the index file ``f`` (a PEP 691 file entry) into ``folder``, checking its
     sha256 where the index gives one; the bytes it took."""
     data = get(str(f["url"]))

@@ -3,9 +3,6 @@ and the policies wh ships."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -15,16 +12,9 @@ from wh.model.loadkinds import Origin, ProblemKind, Provider
 from wh.model.target import declared
 from wh.wheel.natives import Binary, Natives
 
+from tests.fixtures import tool
+
 MACHINES = {"x86_64", "i686", "aarch64", "ppc64le", "s390x", "armv7l", "riscv64", "loongarch64"}
-
-
-def _tool() -> ModuleType:
-    path = Path(__file__).parents[1] / "tools" / "auditwheel_policy.py"
-    spec = importlib.util.spec_from_file_location("auditwheel_policy", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _policy(name: str, priority: int, machines: dict[str, Any], libs: list[str]) -> dict[str, Any]:
@@ -39,7 +29,7 @@ def _policy(name: str, priority: int, machines: dict[str, Any], libs: list[str])
 
 
 def test_the_tool_keeps_names_levels_libraries_and_every_machines_versions() -> None:
-    tool = _tool()
+    policy = tool("auditwheel_policy")
     linux = _policy("linux", 0, {}, [])
     old = _policy("manylinux_2_17", 80, {"x86_64": {"GLIBC": ["2.17", "2.2.5"]}}, ["libc.so.6"])
     new = _policy(
@@ -48,7 +38,7 @@ def test_the_tool_keeps_names_levels_libraries_and_every_machines_versions() -> 
         {"x86_64": {"GLIBC": ["2.28"]}, "s390x": {"GLIBC": ["2.2", "2.28"]}},
         ["libm.so.6", "libc.so.6"],
     )
-    got = tool.manylinux([linux, new, old])
+    got = policy.manylinux([linux, new, old])
     assert [p["name"] for p in got] == ["manylinux_2_17", "manylinux_2_28"]
     assert got[1] == {
         "name": "manylinux_2_28",
@@ -58,16 +48,16 @@ def test_the_tool_keeps_names_levels_libraries_and_every_machines_versions() -> 
         "symbol-versions": {"x86_64": {"GLIBC": ["2.28"]}, "s390x": {"GLIBC": ["2.2", "2.28"]}},
     }
     musl = [_policy("linux", 0, {}, []), _policy("musllinux_1_2", 90, {}, ["libc.so"])]
-    assert tool.musllinux(musl) == [
+    assert policy.musllinux(musl) == [
         {"name": "musllinux_1_2", "musl": [1, 2], "libraries": ["libc.so"]}
     ]
     # a machine the data did not hold is new; other versions for one it held disagree
     held = [{**got[1], "symbol-versions": {"x86_64": {"GLIBC": ["2.28"]}}}]
-    assert tool.disagreements(held, got) == []
+    assert policy.disagreements(held, got) == []
     held[0]["symbol-versions"]["x86_64"] = {"GLIBC": ["2.27"]}
-    assert tool.disagreements(held, got) == ["manylinux_2_28 x86_64: other symbol versions"]
+    assert policy.disagreements(held, got) == ["manylinux_2_28 x86_64: other symbol versions"]
     with pytest.raises(SystemExit, match="not a manylinux policy name"):
-        tool.manylinux([_policy("manylinux2014", 1, {}, [])])
+        policy.manylinux([_policy("manylinux2014", 1, {}, [])])
 
 
 def test_the_shipped_policies_cover_every_machine_manylinux_names() -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from wh.wheel import natives as nat
 
 from tests.elforacle import pyelftools_needs
 from tests.fixtures import run_wh
-from tests.indexfiles import download, wheel_file
+from tests.indexfiles import download_pins
 
 pytestmark = pytest.mark.network
 
@@ -40,9 +39,7 @@ def house(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     target = declared(f"manylinux_2_28_{machine}", "3.12")
     folder = tmp_path_factory.mktemp(machine) / "wheelhouse"
     folder.mkdir()
-    with ThreadPoolExecutor(4) as pool:
-        files = list(pool.map(lambda p: wheel_file(p[0], p[1], target), PINS))
-        fetched = sum(pool.map(lambda f: download(folder, f), files))
+    files, fetched = download_pins(folder, PINS, target)
     assert all(machine in str(f["filename"]) for f in files if f is not files[1]), files
     assert fetched < 3e6
     return folder

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import tempfile
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,7 @@ from wh.model.target import declared
 from wh.wheel import natives as nat
 
 from tests.fixtures import run_wh
-from tests.indexfiles import central_directory_offset, download, get, wheel_file
+from tests.indexfiles import central_directory_offset, download_pins, get, wheel_file
 
 pytestmark = pytest.mark.network
 
@@ -50,9 +49,7 @@ PINS = (
 def macos_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     house = tmp_path_factory.mktemp("macos") / "wheelhouse"
     house.mkdir()
-    with ThreadPoolExecutor(4) as pool:
-        files = list(pool.map(lambda p: wheel_file(p[0], p[1], TARGET), PINS))
-        fetched = sum(pool.map(lambda f: download(house, f), files))
+    _files, fetched = download_pins(house, PINS, TARGET)
     assert fetched < 1e7
     return house
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,7 @@ from wh.wheel import natives as nat
 
 from tests.elforacle import pyelftools_needs
 from tests.fixtures import run_wh
-from tests.indexfiles import download, wheel_file
+from tests.indexfiles import download_pins
 
 pytestmark = pytest.mark.network
 
@@ -50,9 +49,7 @@ MUSL_LIBC = "libc.musl-x86_64.so.1"
 def musl_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     house = tmp_path_factory.mktemp("musl") / "wheelhouse"
     house.mkdir()
-    with ThreadPoolExecutor(4) as pool:
-        files = list(pool.map(lambda p: wheel_file(p[0], p[1], TARGET), PINS))
-        fetched = sum(pool.map(lambda f: download(house, f), files))
+    files, fetched = download_pins(house, PINS, TARGET)
     assert all("musllinux_1_" in str(f["filename"]) for f in files), files
     assert fetched < 1e7
     return house

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pefile
@@ -37,7 +36,7 @@ from wh.model.target import declared
 from wh.wheel import natives as nat
 
 from tests.fixtures import run_wh
-from tests.indexfiles import download, wheel_file
+from tests.indexfiles import download_pins
 
 pytestmark = pytest.mark.network
 
@@ -60,9 +59,7 @@ ROOTS = ("psycopg2-binary", "pyzmq", "rtree", "markupsafe", "pyyaml", "cffi", "h
 def windows_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     house = tmp_path_factory.mktemp("windows") / "wheelhouse"
     house.mkdir()
-    with ThreadPoolExecutor(4) as pool:
-        files = list(pool.map(lambda p: wheel_file(p[0], p[1], TARGET), PINS))
-        fetched = sum(pool.map(lambda f: download(house, f), files))
+    _files, fetched = download_pins(house, PINS, TARGET)
     assert fetched < 1.2e7
     return house
 

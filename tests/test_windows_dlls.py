@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from wh.env.platformlibs import facts, windows_floor
 
-
-def _tool() -> ModuleType:
-    path = Path(__file__).parents[1] / "tools" / "windows_dlls.py"
-    spec = importlib.util.spec_from_file_location("windows_dlls", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.fixtures import tool
 
 
 def _lists(root: Path, names: dict[str, list[str]]) -> Path:
@@ -44,14 +35,14 @@ def test_each_floor_adds_what_every_windows_from_it_on_has(tmp_path: Path) -> No
         },
     )
     base = {"amd64": ["kernel32.dll", "user32.dll"], "i386": ["kernel32.dll", "user32.dll"]}
-    got = _tool().since(root, base)
+    got = tool("windows_dlls").since(root, base)
     assert got == {
         "8.1": {"amd64": ["combase.dll", "new81.dll"], "i386": ["combase.dll"]},
         "10": {"amd64": ["d3d12.dll"], "i386": ["d3d12.dll"]},
     }
     # lists that do not give windows-system's DLLs (another release's) write nothing
     with pytest.raises(SystemExit, match="amd64: the DLLs of every version"):
-        _tool().since(root, {**base, "amd64": ["kernel32.dll"]})
+        tool("windows_dlls").since(root, {**base, "amd64": ["kernel32.dll"]})
 
 
 def test_the_vendored_floors_hold_what_the_floors_need() -> None:
