@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from wh.env.environment import venv_python
 from wh.install.backend import UvBackend, uv_binary
+from wh.wheel import natives as nat
+from wh.wheel.natives import Binary
 
 from tests.envsnap import WH
 
@@ -61,6 +66,37 @@ def tool(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def members_read(house: Path) -> Iterator[tuple[str, str, Binary, bytes]]:
+    """Each library member of each wheel in ``house``, read as ``wh lock`` reads it (from
+    the wheel's bytes, without a problem), with its whole bytes for an oracle to parse:
+    (the wheel's file name, the member, what wh read, the bytes)."""
+    for wheel in sorted(house.glob("*.whl")):
+        with zipfile.ZipFile(wheel) as zf:
+            by_path = {nat.installed_path(n): n for n in zf.namelist()}
+            for m in nat.wheel_members(wheel):
+                got = nat.read_member(m.path, m.size, m.open)
+                assert got is not None and not got.problem, (wheel.name, m.path, got)
+                yield wheel.name, m.path, got, zf.read(by_path[m.path])
+
+
+def lock_json(
+    house: Path, roots: Iterable[str], *flags: str | Path
+) -> tuple[int, dict[str, Any], str]:
+    """``wh lock --json`` of ``roots`` from ``house`` (the lock file beside it): its exit
+    code, its JSON document ({} where none) and its stderr."""
+    r = run_wh(
+        "lock",
+        *[a for name in roots for a in ("-r", name)],
+        "--wheelhouse",
+        house,
+        "--lockfile",
+        house.parent / "pylock.toml",
+        "--json",
+        *flags,
+    )
+    return r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
 
 
 def run_wh(

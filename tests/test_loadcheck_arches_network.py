@@ -10,16 +10,13 @@ as ``wh lock`` reads it and compared with pyelftools over the whole file.
 
 from __future__ import annotations
 
-import json
-import zipfile
 from pathlib import Path
 
 import pytest
 from wh.model.target import declared
-from wh.wheel import natives as nat
 
 from tests.elforacle import pyelftools_needs
-from tests.fixtures import run_wh
+from tests.fixtures import lock_json, members_read
 from tests.indexfiles import download_pins
 
 pytestmark = pytest.mark.network
@@ -52,60 +49,34 @@ def _machine(house: Path) -> str:
 def test_wh_reads_each_member_as_pyelftools_does(house: Path) -> None:
     elf, _loader = MACHINES[_machine(house)]
     compared = 0
-    for wheel in sorted(house.glob("*.whl")):
-        with zipfile.ZipFile(wheel) as zf:
-            by_path = {nat.installed_path(n): n for n in zf.namelist()}
-            for m in nat.wheel_members(wheel):
-                got = nat.read_member(m.path, m.size, m.open)
-                assert got is not None and not got.problem, (wheel.name, m.path, got)
-                oracle = pyelftools_needs(zf.read(by_path[m.path]))
-                assert oracle is not None
-                assert (got.machine, got.needed, got.rpath, got.runpath, got.soname) == (
-                    oracle.machine,
-                    oracle.needed,
-                    oracle.rpath,
-                    oracle.runpath,
-                    oracle.soname,
-                ), (wheel.name, m.path)
-                assert set(got.versions) == oracle.versions and got.machine == elf
-                compared += 1
+    for wheel, member, got, data in members_read(house):
+        oracle = pyelftools_needs(data)
+        assert oracle is not None
+        assert (got.machine, got.needed, got.rpath, got.runpath, got.soname) == (
+            oracle.machine,
+            oracle.needed,
+            oracle.rpath,
+            oracle.runpath,
+            oracle.soname,
+        ), (wheel, member)
+        assert set(got.versions) == oracle.versions and got.machine == elf
+        compared += 1
     assert compared >= 3
 
 
 def test_the_real_wheels_lock_with_their_loader_and_glibc_checked(house: Path) -> None:
     machine = _machine(house)
     _elf, loader = MACHINES[machine]
-    r = run_wh(
-        "lock",
-        *[a for name, _ in PINS for a in ("-r", name)],
-        "--platform",
-        f"manylinux_2_28_{machine}",
-        "--python-version",
-        "3.12",
-        "--wheelhouse",
-        house,
-        "--lockfile",
-        house.parent / "pylock.toml",
-        "--json",
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    check = json.loads(r.stdout)["load_check"]
+    target = ("--platform", f"manylinux_2_28_{machine}", "--python-version", "3.12")
+    code, out, err = lock_json(house, [n for n, _ in PINS], *target)
+    assert code == 0, err[-3000:]
+    check = out["load_check"]
     assert check["platform"] == f"manylinux_2_28 {machine}" and check["warnings"] == []
     by = {n["library"]: n["by"] for n in check["needs"]}
     assert by[loader] == "the dynamic loader"
     assert by["libc.so.6"] == "the manylinux_2_28 platform (policy)"
     # cffi needs nothing of glibc past 2.17: it locks for manylinux_2_17 too
-    r = run_wh(
-        "lock",
-        "-r",
-        "cffi",
-        "--platform",
-        f"manylinux_2_17_{machine}",
-        "--python-version",
-        "3.12",
-        "--wheelhouse",
-        house,
-        "--lockfile",
-        house.parent / "pylock17.toml",
+    code, _out, err = lock_json(
+        house, ["cffi"], "--platform", f"manylinux_2_17_{machine}", "--python-version", "3.12"
     )
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert code == 0, err[-3000:]

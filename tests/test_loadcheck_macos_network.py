@@ -18,7 +18,6 @@ macOS 11 must refuse.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import zipfile
 from pathlib import Path
@@ -31,7 +30,7 @@ from wh.model.loadkinds import BinaryFormat, Origin, ProblemKind
 from wh.model.target import declared
 from wh.wheel import natives as nat
 
-from tests.fixtures import run_wh
+from tests.fixtures import lock_json, members_read
 from tests.indexfiles import central_directory_offset, download_pins, get, wheel_file
 
 pytestmark = pytest.mark.network
@@ -84,36 +83,20 @@ def _macholib(data: bytes) -> list[tuple[str, tuple[str, ...], tuple[str, ...], 
 def test_wh_reads_every_real_macos_member_as_macholib_does(macos_house: Path) -> None:
     compared = 0
     universal = 0
-    for wheel in sorted(macos_house.glob("*.whl")):
-        with zipfile.ZipFile(wheel) as zf:
-            by_path = {nat.installed_path(n): n for n in zf.namelist()}
-            for m in nat.wheel_members(wheel):
-                got = nat.read_member(m.path, m.size, m.open)
-                assert got is not None and not got.problem, (wheel.name, m.path, got)
-                each = got.slices or (got,)
-                universal += bool(got.slices)
-                have = [(b.machine, (*b.needed, *b.weak), b.rpath, b.soname) for b in each]
-                assert have == _macholib(zf.read(by_path[m.path])), (wheel.name, m.path)
-                compared += 1
+    for wheel, member, got, data in members_read(macos_house):
+        each = got.slices or (got,)
+        universal += bool(got.slices)
+        have = [(b.machine, (*b.needed, *b.weak), b.rpath, b.soname) for b in each]
+        assert have == _macholib(data), (wheel, member)
+        compared += 1
     assert compared >= 15 and universal >= 3, (compared, universal)
 
 
 def _lock(house: Path, platform: str, roots: tuple[str, ...] = ()) -> dict[str, object]:
-    r = run_wh(
-        "lock",
-        *[a for name in roots or [n for n, _ in PINS] for a in ("-r", name)],
-        "--platform",
-        platform,
-        "--python-version",
-        "3.12",
-        "--wheelhouse",
-        house,
-        "--lockfile",
-        house.parent / "pylock.toml",
-        "--json",
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    check = json.loads(r.stdout)["load_check"]
+    roots = roots or tuple(n for n, _ in PINS)
+    code, out, err = lock_json(house, roots, "--platform", platform, "--python-version", "3.12")
+    assert code == 0, err[-3000:]
+    check = out["load_check"]
     assert isinstance(check, dict)
     return check
 

@@ -19,16 +19,13 @@ the musllinux policy, the wheels' own libraries and nothing of glibc's.
 
 from __future__ import annotations
 
-import json
-import zipfile
 from pathlib import Path
 
 import pytest
 from wh.model.target import declared
-from wh.wheel import natives as nat
 
 from tests.elforacle import pyelftools_needs
-from tests.fixtures import run_wh
+from tests.fixtures import lock_json, members_read
 from tests.indexfiles import download_pins
 
 pytestmark = pytest.mark.network
@@ -57,36 +54,22 @@ def musl_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wh_reads_every_real_musl_member_as_pyelftools_does(musl_house: Path) -> None:
     compared = 0
-    for wheel in sorted(musl_house.glob("*.whl")):
-        with zipfile.ZipFile(wheel) as zf:
-            by_path = {nat.installed_path(n): n for n in zf.namelist()}
-            for m in nat.wheel_members(wheel):
-                got = nat.read_member(m.path, m.size, m.open)
-                assert got is not None and not got.problem, (wheel.name, m.path, got)
-                oracle = pyelftools_needs(zf.read(by_path[m.path]))
-                assert oracle is not None, m.path
-                have = (got.machine, got.needed, got.rpath, got.runpath, got.soname)
-                want = (oracle.machine, oracle.needed, oracle.rpath, oracle.runpath, oracle.soname)
-                assert have == want, (wheel.name, m.path)
-                assert set(got.versions) == oracle.versions, (wheel.name, m.path)
-                assert MUSL_LIBC in got.needed or "libc.so" in got.needed, m.path
-                compared += 1
+    for wheel, member, got, data in members_read(musl_house):
+        oracle = pyelftools_needs(data)
+        assert oracle is not None, member
+        have = (got.machine, got.needed, got.rpath, got.runpath, got.soname)
+        want = (oracle.machine, oracle.needed, oracle.rpath, oracle.runpath, oracle.soname)
+        assert have == want, (wheel, member)
+        assert set(got.versions) == oracle.versions, (wheel, member)
+        assert MUSL_LIBC in got.needed or "libc.so" in got.needed, member
+        compared += 1
     assert compared >= 18, compared
 
 
 def test_the_real_musllinux_wheels_lock_with_every_need_met(musl_house: Path) -> None:
-    r = run_wh(
-        "lock",
-        *[a for name, _ in PINS for a in ("-r", name)],
-        *PLATFORM,
-        "--wheelhouse",
-        musl_house,
-        "--lockfile",
-        musl_house.parent / "pylock.toml",
-        "--json",
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    check = json.loads(r.stdout)["load_check"]
+    code, out, err = lock_json(musl_house, [n for n, _ in PINS], *PLATFORM)
+    assert code == 0, err[-3000:]
+    check = out["load_check"]
     assert check["checked"] is True and check["platform"] == "musllinux_1_2 x86_64"
     assert check["warnings"] == [] and check["binaries"] >= 18
     by = {(n["member"].rsplit("/", 1)[-1], n["library"]): n["by"] for n in check["needs"]}

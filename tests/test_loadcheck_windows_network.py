@@ -25,17 +25,16 @@ out (a broken repack) must be refused naming that DLL and the one that needs it.
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pefile
 import pytest
 import tomllib
 from wh.model.target import declared
-from wh.wheel import natives as nat
 
-from tests.fixtures import run_wh
+from tests.fixtures import lock_json, members_read
 from tests.indexfiles import download_pins
 
 pytestmark = pytest.mark.network
@@ -64,50 +63,31 @@ def windows_house(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return house
 
 
-def _lock(house: Path, *extra: str) -> tuple[int, dict[str, object], str]:
-    args = [a for name in ROOTS for a in ("-r", name)]
-    r = run_wh(
-        "lock",
-        *args,
-        *PLATFORM,
-        "--wheelhouse",
-        house,
-        "--lockfile",
-        house.parent / "pylock.toml",
-        "--json",
-        *extra,
-    )
-    return r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
+def _lock(house: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    return lock_json(house, ROOTS, *PLATFORM, *extra)
 
 
 def test_wh_reads_the_imports_of_every_real_msvc_member_as_pefile_does(
     windows_house: Path,
 ) -> None:
     compared = []
-    for wheel in sorted(windows_house.glob("*.whl")):
-        with zipfile.ZipFile(wheel) as zf:
-            by_path = {nat.installed_path(n): n for n in zf.namelist()}
-            for m in nat.wheel_members(wheel):
-                got = nat.read_member(m.path, m.size, m.open)
-                assert got is not None and not got.problem, (wheel.name, m.path, got)
-                pe = pefile.PE(data=zf.read(by_path[m.path]))  # the whole file
-                # a full parse drops the DLLs after its 8,192nd imported symbol: not a
-                # truth where it did (tests/test_peimage.py)
-                assert not [w for w in pe.get_warnings() if "Excessive" in w], m.path
-                imports = [e.dll.decode() for e in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
-                delayed = [e.dll.decode() for e in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", [])]
-                assert (got.needed, got.delay_needed) == (tuple(imports), tuple(delayed)), (
-                    wheel.name,
-                    m.path,
-                )
-                assert (
-                    got.machine
-                    == "amd64"
-                    == pefile.MACHINE_TYPE[pe.FILE_HEADER.Machine][
-                        len("IMAGE_FILE_MACHINE_") :
-                    ].lower()
-                ), (wheel.name, m.path)
-                compared.append((wheel.name.split("-")[0], m.path))
+    for wheel, member, got, data in members_read(windows_house):
+        pe = pefile.PE(data=data)  # the whole file
+        # a full parse drops the DLLs after its 8,192nd imported symbol: not a truth where
+        # it did (tests/test_peimage.py)
+        assert not [w for w in pe.get_warnings() if "Excessive" in w], member
+        imports = [e.dll.decode() for e in getattr(pe, "DIRECTORY_ENTRY_IMPORT", [])]
+        delayed = [e.dll.decode() for e in getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", [])]
+        assert (got.needed, got.delay_needed) == (tuple(imports), tuple(delayed)), (
+            wheel,
+            member,
+        )
+        assert (
+            got.machine
+            == "amd64"
+            == pefile.MACHINE_TYPE[pe.FILE_HEADER.Machine][len("IMAGE_FILE_MACHINE_") :].lower()
+        ), (wheel, member)
+        compared.append((wheel.split("-")[0], member))
     packages = {p for p, _ in compared}
     assert packages == {
         "psycopg2_binary",
